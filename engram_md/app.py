@@ -1,0 +1,114 @@
+"""Wiring: turn a Config into the real, opened parts of one memory folder.
+
+The CLI and the daemon call :func:`open_engine`; tests call it too, or build a Pipeline from
+fakes directly. Nothing else constructs the real stages, so the choice of extractor,
+embedder and index is made in one place.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import Config
+from .daemon import Runner
+from .embeddings import Embedder, make_embedder
+from .extractor import Extractor
+from .indexer import Indexer
+from .journal import Journal
+from .llm_extractor import LLMExtractor, Usage
+from .lock import WriterLock
+from .offline_extractor import OfflineExtractor
+from .paths import MemoryLayout
+from .pipeline import Pipeline
+from .signals import SignalScanner
+from .sources import CursorStore
+from .speakers import SpeakerBook
+from .statefile import load_json, save_json
+from .store import MemoryStore
+from .telemetry import ActionLog
+
+log = logging.getLogger(__name__)
+
+
+def layout_for(cfg: Config) -> MemoryLayout:
+    return MemoryLayout(cfg.memory_dir, cfg.state_dir)
+
+
+@dataclass
+class Engine:
+    """The opened parts of one memory folder, for one writer."""
+
+    cfg: Config
+    layout: MemoryLayout
+    lock: WriterLock
+    store: MemoryStore
+    pipeline: Pipeline
+    runner: Runner
+    usage: Usage
+    indexer: Indexer | None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def close(self) -> None:
+        try:
+            self.pipeline.close()
+            save_json(self.layout.usage_path, self.usage.to_dict(), fsync=False)
+            if self.indexer is not None:
+                self.indexer.close()
+        finally:
+            self.lock.release()
+
+
+def open_embedder(cfg: Config, layout: MemoryLayout) -> Embedder:
+    return make_embedder(cfg.embedding, layout.embedding_cache_dir)
+
+
+def open_engine(
+    cfg: Config,
+    *,
+    extractor: Extractor | None = None,
+    embedder: Embedder | None = None,
+    with_index: bool = True,
+) -> Engine:
+    layout = layout_for(cfg)
+    layout.ensure()
+    lock = WriterLock(layout.lock_path, memory_dir=layout.memory_dir)
+    lock.acquire()
+    try:
+        store = MemoryStore.open(layout)
+        usage = Usage.from_dict(load_json(layout.usage_path, {}))
+        scanner = SignalScanner(cfg.signals)
+        indexer: Indexer | None = None
+        if with_index:
+            embedder = embedder or open_embedder(cfg, layout)
+            indexer = Indexer.open(cfg, layout, store, embedder)
+        if extractor is None:
+            if cfg.llm.enabled:
+                extractor = LLMExtractor(cfg.llm, usage)
+            else:
+                extractor = OfflineExtractor(
+                    cfg.offline,
+                    scanner,
+                    embedder,
+                    existing_centroid=indexer.centroid if indexer is not None else lambda: None,
+                )
+        speakers = SpeakerBook.from_dict(load_json(layout.speakers_path, {}))
+        pipeline = Pipeline(
+            cfg,
+            extractor=extractor,
+            scanner=scanner,
+            store=store,
+            journal=Journal(layout.journal_path, fsync_each=cfg.buffer.fsync == "always"),
+            actions=ActionLog(layout.actions_path),
+            speakers=speakers,
+            indexer=indexer,
+            sleep=time.sleep,
+        )
+        pipeline.start()
+        runner = Runner(pipeline, CursorStore(layout.cursors_path))
+        return Engine(cfg, layout, lock, store, pipeline, runner, usage, indexer)
+    except BaseException:
+        lock.release()
+        raise

@@ -1,0 +1,164 @@
+"""Configuration: read once at the entry point (CLI / daemon), then passed down explicitly.
+
+Precedence, lowest to highest: built-in defaults < the YAML file < environment variables <
+command-line flags. ``config.example.yaml`` documents every key.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LLMConfig(_Section):
+    api_key: str | None = None
+    base_url: str | None = None
+    model: str = "gpt-4.1-mini"
+    # auto: the Responses API with structured output when talking to OpenAI itself,
+    # chat completions in JSON mode when base_url points at another compatible server.
+    api: Literal["auto", "responses", "chat"] = "auto"
+    timeout_seconds: float = Field(default=30.0, gt=0)
+    max_retries: int = Field(default=3, ge=0)
+    backoff_seconds: float = Field(default=1.0, ge=0)
+    max_facts_per_call: int = Field(default=12, ge=1)
+    temperature: float | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.api_key or self.base_url)
+
+
+class BufferConfig(_Section):
+    max_turns: int = Field(default=5, ge=1)
+    max_minutes: float = Field(default=15.0, gt=0)
+    # fsync every journal append (survives an OS crash) or only at batch boundaries.
+    fsync: Literal["always", "batch"] = "always"
+
+
+class SignalConfig(_Section):
+    high_patterns: list[str] = Field(default_factory=list)
+    medium_patterns: list[str] = Field(default_factory=list)
+
+
+class SanitizeConfig(_Section):
+    max_turn_chars: int = Field(default=4000, ge=100)
+    redact_secrets: bool = True
+
+
+class OfflineConfig(_Section):
+    min_chunk_tokens: int = Field(default=50, ge=1)
+    max_chunk_tokens: int = Field(default=300, ge=10)
+    min_importance: float = Field(default=0.3, ge=0, le=1)
+
+
+class EmbeddingConfig(_Section):
+    provider: Literal["local", "openai"] = "local"
+    model: str = "all-MiniLM-L6-v2"
+    api_key: str | None = None
+    base_url: str | None = None
+    batch_size: int = Field(default=32, ge=1)
+
+
+class DedupConfig(_Section):
+    # Near-duplicate detection at write time (cosine on the index); see docs/ARCHITECTURE.md.
+    near_duplicate: bool = True
+    cosine_threshold: float = Field(default=0.92, ge=0, le=1)
+    token_overlap_threshold: float = Field(default=0.6, ge=0, le=1)
+
+
+class RecallConfig(_Section):
+    budget_tokens: int = Field(default=1000, ge=1)
+    top_k: int = Field(default=50, ge=1)
+    include_inactive: bool = False
+    host: str = "127.0.0.1"
+    port: int = Field(default=0, ge=0, le=65535)  # 0: pick a free port, advertised in state/
+
+
+class Config(_Section):
+    memory_dir: Path = Path("memory")
+    state_dir: Path = Path("state")
+    llm: LLMConfig = LLMConfig()
+    buffer: BufferConfig = BufferConfig()
+    signals: SignalConfig = SignalConfig()
+    sanitize: SanitizeConfig = SanitizeConfig()
+    offline: OfflineConfig = OfflineConfig()
+    embedding: EmbeddingConfig = EmbeddingConfig()
+    dedup: DedupConfig = DedupConfig()
+    recall: RecallConfig = RecallConfig()
+
+
+# Environment variable -> dotted config key.
+ENV_OVERRIDES = {
+    "ENGRAM_MEMORY_DIR": "memory_dir",
+    "ENGRAM_STATE_DIR": "state_dir",
+    "OPENAI_API_KEY": "llm.api_key",
+    "OPENAI_BASE_URL": "llm.base_url",
+    "ENGRAM_LLM_MODEL": "llm.model",
+}
+
+
+def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
+    node = data
+    *parents, leaf = dotted.split(".")
+    for part in parents:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[leaf] = value
+
+
+def load_config(
+    path: Path | None = None,
+    *,
+    env: dict[str, str] | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> Config:
+    """Build the configuration from a YAML file, the environment and explicit overrides.
+
+    ``path`` may be None (defaults only); a path that is given must exist.
+    ``overrides`` maps dotted keys (``"llm.model"``) to values; None values are ignored.
+    """
+    env = dict(os.environ) if env is None else env
+    data: dict[str, Any] = {}
+    if path is None and env.get("ENGRAM_CONFIG"):
+        path = Path(env["ENGRAM_CONFIG"])
+    if path is not None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"config file {path} must hold a mapping at the top level")
+        data = loaded
+    for var, dotted in ENV_OVERRIDES.items():
+        if env.get(var):
+            _set_dotted(data, dotted, env[var])
+    for dotted, value in (overrides or {}).items():
+        if value is not None:
+            _set_dotted(data, dotted, value)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        where = f" in {path}" if path else ""
+        raise ConfigError(f"invalid configuration{where}: {problems}") from exc

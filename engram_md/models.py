@@ -1,0 +1,190 @@
+"""Typed values that flow through the pipeline.
+
+Frozen dataclasses and enums only: validation happens at the edges (transcript parsing,
+LLM output, frontmatter, config), so everything in here is already trusted.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+
+class Role(enum.StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+
+
+class Level(enum.IntEnum):
+    """How strongly a turn signals something worth remembering."""
+
+    NONE = 0
+    LOW = 1
+    MEDIUM = 2
+    HIGH = 3
+
+
+class Category(enum.StrEnum):
+    FACT = "fact"
+    PREFERENCE = "preference"
+    CORRECTION = "correction"
+    ENTITY = "entity"
+    DECISION = "decision"
+    RELATIONSHIP = "relationship"
+    PRINCIPLE = "principle"
+    COMMITMENT = "commitment"
+    MOMENT = "moment"
+    SKILL = "skill"
+
+
+class MemoryKind(enum.StrEnum):
+    NOTE = "note"  # stable: a belief, preference, decision
+    EPISODE = "episode"  # time-bound: something that happened
+
+
+class ConfidenceTier(enum.StrEnum):
+    EXPLICIT = "explicit"  # >= 0.95
+    IMPLIED = "implied"  # >= 0.70
+    INFERRED = "inferred"  # >= 0.40
+    SPECULATIVE = "speculative"  # below; expires unless re-confirmed
+
+
+class Status(enum.StrEnum):
+    ACTIVE = "active"
+    CHALLENGED = "challenged"
+    INVALIDATED = "invalidated"
+    MERGED = "merged"
+    SUPERSEDED = "superseded"
+    ARCHIVED = "archived"
+
+
+class LifecycleState(enum.StrEnum):
+    CANDIDATE = "candidate"
+    VALIDATED = "validated"
+    ACTIVE = "active"
+    STALE = "stale"
+    ARCHIVED = "archived"
+
+
+class VerificationState(enum.StrEnum):
+    UNVERIFIED = "unverified"
+    USER_CONFIRMED = "user_confirmed"
+    SYSTEM_INFERRED = "system_inferred"
+    DISPUTED = "disputed"
+
+
+class PolicyClass(enum.StrEnum):
+    EPHEMERAL = "ephemeral"
+    DURABLE = "durable"
+    PROTECTED = "protected"
+
+
+class Source(enum.StrEnum):
+    EXTRACTION = "extraction"  # an LLM extracted it
+    OFFLINE = "offline"  # the offline extractor produced it
+    MANUAL = "manual"  # a person wrote it
+    CONSOLIDATION = "consolidation"  # consolidation produced it (merge, update)
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One message of a conversation, as read from a transcript.
+
+    ``id`` is the transcript's own id when it has one, otherwise one derived from where the
+    line was read (stable across replays of the same input). ``timestamp`` is always UTC.
+    """
+
+    id: str
+    session: str
+    role: Role
+    content: str
+    timestamp: datetime
+    speaker: str | None = None  # a person's name, when the transcript gives one
+    origin: str = ""  # "file:line" the turn was read from, for reports
+
+    def key(self) -> str:
+        """Identity of the turn across restarts: replaying the same line gives the same key."""
+        return f"{self.session}\x1f{self.id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """Result of the regex scan of one turn: a level and the names of the patterns that hit."""
+
+    level: Level
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateFact:
+    """What an extractor proposes, before normalization and dedup."""
+
+    category: Category
+    content: str
+    confidence: float
+    source_turn_ids: tuple[str, ...]
+    session: str
+    created: datetime  # the transcript time of the (last) source turn
+    tags: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    source: Source = Source.OFFLINE
+    memory_kind: MemoryKind | None = None  # an extractor may decide; else normalize does
+    importance: float | None = None  # an extractor may score; else normalize does
+    speaker: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StatusChange:
+    """One entry of a fact's audit trail (``statusHistory``)."""
+
+    at: datetime
+    from_status: Status
+    to_status: Status
+    reason: str
+    by: str = "consolidation"
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """A memory as stored in one markdown file: frontmatter fields plus the body."""
+
+    id: str
+    category: Category
+    created: datetime
+    updated: datetime
+    source: Source
+    confidence: float
+    confidence_tier: ConfidenceTier
+    importance: float
+    memory_kind: MemoryKind
+    content: str
+    session: str
+    source_turn_ids: tuple[str, ...]
+    status: Status = Status.ACTIVE
+    lifecycle_state: LifecycleState = LifecycleState.CANDIDATE
+    verification_state: VerificationState = VerificationState.UNVERIFIED
+    policy_class: PolicyClass = PolicyClass.DURABLE
+    tags: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    box_id: str | None = None
+    expires_at: datetime | None = None
+    valid_at: datetime | None = None
+    confirmations: int = 0
+    last_confirmed: datetime | None = None
+    access_count: int = 0
+    supersedes: tuple[str, ...] = ()
+    superseded_by: str | None = None
+    merged_from: tuple[str, ...] = ()
+    status_history: tuple[StatusChange, ...] = ()
+    heat_score: float | None = None
+    decay_score: float | None = None
+    tier: str | None = None
+    content_hash: str = ""
+    # Fields a person added by hand that we do not know: kept and written back untouched.
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def with_changes(self, **changes: Any) -> Fact:
+        return replace(self, **changes)

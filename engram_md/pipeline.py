@@ -1,0 +1,353 @@
+"""The pipeline: the one module that knows the stage order.
+
+    turn -> sanitize -> signal scan -> journal -> smart buffer -> (trigger) -> extract
+         -> normalize -> dedup (exact, then near) -> write -> index -> telemetry
+         -> journal "done"
+
+Stages don't call each other sideways; each is a small object handed in by the caller
+(:func:`engram_md.app.open_pipeline` builds the real ones, tests build fakes).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+from . import normalize
+from .buffer import Batch, SmartBuffer
+from .config import Config
+from .errors import ExtractionError
+from .extractor import Extractor
+from .hashing import content_hash
+from .journal import Journal
+from .models import CandidateFact, ConfidenceTier, Fact, Level, MemoryKind, Role, Signal, Turn
+from .sanitize import sanitize_turn
+from .signals import SignalScanner
+from .speakers import SpeakerBook
+from .statefile import load_json, save_json
+from .store import MemoryStore
+from .telemetry import ActionLog
+
+log = logging.getLogger(__name__)
+
+# How many times a flush retries a failing extraction before leaving the turns in the journal.
+FLUSH_ATTEMPTS = 3
+# An LLM call sees at most this many turns; a backlog after an outage is split.
+MAX_BATCH_TURNS = 40
+
+
+class Indexer(Protocol):
+    """What the pipeline needs from the search index (near-dup check + upsert)."""
+
+    def near_duplicate(self, fact: Fact) -> tuple[Path, Fact] | None: ...
+
+    def upsert_fact(self, path: Path, fact: Fact, *, new: bool) -> None: ...
+
+    def batch_done(self) -> None: ...
+
+
+@dataclass
+class Stats:
+    turns_received: int = 0
+    turns_replayed: int = 0  # already journaled earlier: skipped
+    turns_empty: int = 0  # nothing left after sanitizing
+    secrets_redacted: int = 0
+    extractions: int = 0
+    extraction_failures: int = 0
+    facts_written: int = 0
+    facts_confirmed: int = 0
+    facts_discarded: int = 0
+    written_paths: list[str] = field(default_factory=list)
+
+
+class Pipeline:
+    def __init__(
+        self,
+        cfg: Config,
+        *,
+        extractor: Extractor,
+        scanner: SignalScanner,
+        store: MemoryStore,
+        journal: Journal,
+        actions: ActionLog,
+        speakers: SpeakerBook,
+        indexer: Indexer | None = None,
+        on_extraction: Callable[[], None] | None = None,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.extractor = extractor
+        self.scanner = scanner
+        self.store = store
+        self.journal = journal
+        self.actions = actions
+        self.speakers = speakers
+        self.indexer = indexer
+        self.on_extraction = on_extraction
+        self.buffer = SmartBuffer(cfg.buffer)
+        self.stats = Stats()
+        self._sleep = sleep
+        layout = store.layout
+        self._run_state_path = layout.run_state_path
+        self._speakers_path = layout.speakers_path
+        self._run_state = load_json(self._run_state_path, {})
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self) -> int:
+        """Replay the journal: pending turns go back into the buffer. Returns their count."""
+        pending = self.journal.open()
+        if pending:
+            log.info("resuming with %d buffered turn(s) from the journal", len(pending))
+        # Re-add them in arrival order so the triggers fire exactly as they would have:
+        # a restarted run then cuts the same batches as one that never stopped.
+        for turn in pending:
+            self._buffer_turn(turn)
+        return len(pending)
+
+    def close(self) -> None:
+        self.journal.close()
+
+    # ------------------------------------------------------------ intake
+    def receive(self, turn: Turn) -> None:
+        clean = sanitize_turn(turn, self.cfg.sanitize)
+        if clean is None:
+            self.stats.turns_empty += 1
+            return
+        if not self.journal.append(clean):
+            self.stats.turns_replayed += 1
+            return
+        self.stats.turns_received += 1
+        self._buffer_turn(clean)
+
+    def _buffer_turn(self, turn: Turn) -> None:
+        self.speakers.observe(turn)
+        signal = self.scanner.scan(turn.content) if _is_person(turn) else _NO_SIGNAL
+        for batch in self.buffer.add(turn, signal):
+            self._run(batch, final=False)
+
+    def flush(self) -> bool:
+        """Extract everything buffered (end of input, SIGTERM). False if turns remain pending."""
+        self.journal.sync()
+        ok = True
+        for batch in self.buffer.flush_batches():
+            ok = self._run(batch, final=True) and ok
+        self._save_speakers()
+        return ok
+
+    # ------------------------------------------------------------ extraction
+    def _run(self, batch: Batch, *, final: bool) -> bool:
+        ok = True
+        for part in _split(batch, MAX_BATCH_TURNS):
+            ok = self._run_one(part, final=final) and ok
+        return ok
+
+    def _run_one(self, batch: Batch, *, final: bool) -> bool:
+        if not any(_is_person(t) for t in batch.turns):
+            # Only assistant/system text: nothing a user said, nothing to extract.
+            self._done(batch)
+            return True
+        speakers = {t.id: self.speakers.name_for(t) for t in batch.turns}
+        attempts = FLUSH_ATTEMPTS if final else 1
+        for attempt in range(attempts):
+            try:
+                candidates = self.extractor.extract(batch.turns, speakers)
+                break
+            except ExtractionError as exc:
+                self.stats.extraction_failures += 1
+                log.warning(
+                    "extraction failed for %d turn(s) of session %s (%s); turns kept for retry",
+                    len(batch.turns),
+                    batch.session,
+                    exc,
+                )
+                if attempt + 1 < attempts and self._sleep is not None:
+                    self._sleep(min(30.0, self.cfg.llm.backoff_seconds * 2 ** (attempt + 1)))
+        else:
+            self.buffer.hold(batch.session)
+            return False
+        self.stats.extractions += 1
+        if not candidates and any(
+            self.scanner.scan(t.content).level is Level.HIGH for t in batch.turns if _is_person(t)
+        ):
+            # A strong signal that produced nothing is worth seeing in the telemetry.
+            self.actions.record(
+                "discard",
+                "skipped",
+                "empty_extraction_on_high_signal",
+                turns=[t.id for t in batch.turns],
+                session=batch.session,
+            )
+        for candidate in candidates:
+            self._store(candidate)
+        self._done(batch)
+        self._note_extraction(batch, len(candidates))
+        if self.on_extraction is not None:
+            self.on_extraction()
+        return True
+
+    def _done(self, batch: Batch) -> None:
+        self.journal.mark_done(batch.turns)
+        self.buffer.drop(batch)
+        if self.indexer is not None:
+            self.indexer.batch_done()
+
+    def _note_extraction(self, batch: Batch, count: int) -> None:
+        state = self._run_state
+        state["extractions"] = int(state.get("extractions", 0)) + 1
+        state["lastExtraction"] = {
+            "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "transcriptTime": batch.turns[-1].timestamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "session": batch.session,
+            "trigger": batch.trigger.value,
+            "extractor": self.extractor.name,
+            "turns": len(batch.turns),
+            "candidates": count,
+        }
+        save_json(self._run_state_path, state, fsync=False)
+
+    def _save_speakers(self) -> None:
+        save_json(self._speakers_path, self.speakers.to_dict(), fsync=False)
+
+    # ------------------------------------------------------------ normalize + dedup + write
+    def _store(self, candidate: CandidateFact) -> None:
+        fact = to_fact(candidate)
+        if fact is None:
+            self.stats.facts_discarded += 1
+            self.actions.record(
+                "discard",
+                "applied",
+                "empty_statement",
+                turns=list(candidate.source_turn_ids),
+                session=candidate.session,
+            )
+            return
+        existing = self.store.find(fact.content_hash)
+        how = "exact"
+        if existing is None and self.indexer is not None:
+            existing = self.indexer.near_duplicate(fact)
+            how = "near"
+        if existing is not None:
+            self._confirm(existing[0], existing[1], fact, how)
+            return
+        path = self.store.write_new(fact)
+        rel = self.store.layout.relative(path)
+        self.stats.facts_written += 1
+        self.stats.written_paths.append(rel)
+        action = "store_episode" if fact.memory_kind is MemoryKind.EPISODE else "store_note"
+        self.actions.record(
+            action,
+            "applied",
+            f"new_{fact.category.value}",
+            memory_id=fact.id,
+            path=rel,
+            turns=list(fact.source_turn_ids),
+            session=fact.session,
+            confidence=fact.confidence,
+            importance=fact.importance,
+        )
+        if self.indexer is not None:
+            self.indexer.upsert_fact(path, fact, new=True)
+
+    def _confirm(self, path: Path, existing: Fact, new: Fact, how: str) -> None:
+        """A re-stated fact confirms the stored one instead of becoming a new file.
+
+        Idempotent per turn: turns that already confirmed it (a replay after a crash)
+        change nothing.
+        """
+        fresh = [t for t in new.source_turn_ids if t not in existing.source_turn_ids]
+        rel = self.store.layout.relative(path)
+        if not fresh:
+            self.actions.record(
+                "update_note", "skipped", "already_confirmed_by_these_turns", memory_id=existing.id
+            )
+            return
+        confidence = max(existing.confidence, new.confidence)
+        tier = normalize.confidence_tier(confidence)
+        updated = existing.with_changes(
+            source_turn_ids=existing.source_turn_ids + tuple(fresh),
+            confirmations=existing.confirmations + 1,
+            last_confirmed=max(new.created, existing.last_confirmed or new.created),
+            updated=max(existing.updated, new.created),
+            confidence=confidence,
+            confidence_tier=tier,
+            # A speculative fact that is said again stops expiring.
+            expires_at=None,
+        )
+        self.store.rewrite(path, updated)
+        self.stats.facts_confirmed += 1
+        self.actions.record(
+            "update_note",
+            "applied",
+            f"confirmed_{how}_duplicate",
+            memory_id=existing.id,
+            path=rel,
+            turns=list(fresh),
+            session=new.session,
+        )
+        if self.indexer is not None:
+            self.indexer.upsert_fact(path, updated, new=False)
+
+
+_NO_SIGNAL = Signal(Level.NONE)
+
+
+def _is_person(turn: Turn) -> bool:
+    """A person's turn: the user, or a named speaker in a two-person transcript."""
+    return turn.role is Role.USER or (turn.speaker is not None and turn.role is not Role.SYSTEM)
+
+
+def _split(batch: Batch, size: int) -> Sequence[Batch]:
+    if len(batch.turns) <= size:
+        return [batch]
+    return [
+        Batch(batch.session, batch.turns[i : i + size], batch.trigger)
+        for i in range(0, len(batch.turns), size)
+    ]
+
+
+def fact_id(category: str, created: datetime, digest: str) -> str:
+    return f"{category}-{created.strftime('%Y%m%d-%H%M%S')}-{digest[:8]}"
+
+
+def to_fact(candidate: CandidateFact) -> Fact | None:
+    """The normalize stage: tier, importance, memory kind, policy, expiry, identity."""
+    content = " ".join(candidate.content.split())
+    if not content:
+        return None
+    digest = content_hash(content)
+    created = candidate.created.astimezone(UTC).replace(microsecond=0)
+    confidence = min(1.0, max(0.0, candidate.confidence))
+    tier = normalize.confidence_tier(confidence)
+    importance = (
+        candidate.importance
+        if candidate.importance is not None
+        else normalize.importance_score(content, candidate.category)
+    )
+    kind = candidate.memory_kind or normalize.classify_kind(
+        content, candidate.category, candidate.tags
+    )
+    return Fact(
+        id=fact_id(candidate.category.value, created, digest),
+        category=candidate.category,
+        created=created,
+        updated=created,
+        source=candidate.source,
+        confidence=round(confidence, 3),
+        confidence_tier=tier,
+        importance=round(min(1.0, max(0.0, importance)), 3),
+        memory_kind=kind,
+        content=content,
+        session=candidate.session,
+        source_turn_ids=tuple(dict.fromkeys(candidate.source_turn_ids)),
+        policy_class=normalize.policy_class(candidate.category),
+        tags=tuple(dict.fromkeys(candidate.tags)),
+        entities=tuple(dict.fromkeys(candidate.entities)),
+        expires_at=normalize.expires_at(tier, created)
+        if tier is ConfidenceTier.SPECULATIVE
+        else None,
+        content_hash=digest,
+    )

@@ -1,0 +1,27 @@
+"""Small JSON files in state/: read leniently (missing or corrupt -> default), write atomically."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from .atomic import atomic_write_text
+
+log = logging.getLogger(__name__)
+
+
+def load_json(path: Path, default: Any) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return default
+    except (OSError, ValueError) as exc:
+        log.warning("%s is unreadable (%s); starting from defaults", path, exc)
+        return default
+
+
+def save_json(path: Path, data: Any, *, fsync: bool = True) -> None:
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
+    atomic_write_text(path, text, fsync=fsync)

@@ -1,0 +1,224 @@
+"""The buffer journal: what is appended survives a restart, done turns stay done."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from engram_md import journal as journal_mod
+from engram_md.journal import Journal, pending_count, turn_key
+from engram_md.models import Role, Turn
+
+T0 = datetime(2026, 3, 2, 9, 0, 0, tzinfo=UTC)
+
+
+def turn(n: int, content: str | None = None, *, session: str = "s1", **kw: object) -> Turn:
+    return Turn(
+        id=f"t{n}",
+        session=session,
+        role=Role.USER,
+        content=content if content is not None else f"message number {n}",
+        timestamp=T0 + timedelta(minutes=n),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def reopen(path: Path) -> tuple[Journal, list[Turn]]:
+    j = Journal(path, fsync_each=False)
+    return j, j.open()
+
+
+def test_turn_key_includes_a_content_hash() -> None:
+    a = turn(1, "I use uv")
+    b = turn(1, "I use pip")  # same session and id, different words
+    assert turn_key(a) != turn_key(b)
+    assert turn_key(a) == turn_key(turn(1, "I use uv"))
+    assert turn_key(a).startswith("s1\x1ft1\x1f")
+    assert turn_key(a) != turn_key(turn(1, "I use uv", session="s2"))
+    # The role is part of what was said.
+    assert turn_key(a) != turn_key(Turn("t1", "s1", Role.ASSISTANT, "I use uv", a.timestamp))
+
+
+def test_append_then_replay_returns_pending_in_arrival_order(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "journal.jsonl"
+    j, pending = reopen(path)
+    assert pending == []
+    turns = [turn(3), turn(1), turn(2, speaker="Dana", origin="a.jsonl:2")]
+    for t in turns:
+        assert j.append(t) is True
+    j.close()
+
+    j2, pending = reopen(path)
+    assert pending == turns  # every field, including speaker, origin and the UTC timestamp
+    assert pending[2].speaker == "Dana" and pending[2].origin == "a.jsonl:2"
+    assert pending[0].timestamp.tzinfo is not None
+    assert all(j2.seen(t) for t in turns)
+    j2.close()
+
+
+def test_append_refuses_a_turn_already_received(tmp_path: Path) -> None:
+    j, _ = reopen(tmp_path / "j.jsonl")
+    assert j.append(turn(1)) is True
+    assert j.append(turn(1)) is False
+    assert len(j.pending) == 1
+    j.close()
+    lines = (tmp_path / "j.jsonl").read_text().splitlines()
+    assert len(lines) == 1
+
+
+def test_seen_survives_restart_even_after_done(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    j, _ = reopen(path)
+    j.append(turn(1))
+    j.append(turn(2))
+    j.mark_done([turn(1)])
+    assert j.pending == [turn(2)]
+    j.close()
+
+    j2, pending = reopen(path)
+    assert pending == [turn(2)]
+    assert j2.seen(turn(1)) and j2.seen(turn(2))
+    assert not j2.seen(turn(3))
+    assert j2.append(turn(1)) is False  # the same input fed again is not processed twice
+    assert j2.append(turn(1, "different words, same id")) is True
+    j2.close()
+
+
+def test_mark_done_ignores_unknown_and_already_done(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    j, _ = reopen(path)
+    j.append(turn(1))
+    j.mark_done([turn(1)])
+    size = path.stat().st_size
+    j.mark_done([turn(1), turn(9)])  # nothing pending among them: nothing written
+    j.mark_done([])
+    assert path.stat().st_size == size
+    j.close()
+
+
+def test_write_before_open_is_an_error(tmp_path: Path) -> None:
+    j = Journal(tmp_path / "j.jsonl")
+    with pytest.raises(RuntimeError):
+        j.append(turn(1))
+
+
+def test_torn_last_line_is_ignored_and_the_next_record_is_intact(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    j, _ = reopen(path)
+    j.append(turn(1))
+    j.append(turn(2))
+    j.close()
+    # A crash in the middle of writing the third record: half a line, no newline.
+    full = json.dumps({"op": "turn", "key": turn_key(turn(3)), "turn": {"id": "t3"}})
+    with open(path, "ab") as handle:
+        handle.write(full[: len(full) // 2].encode())
+
+    j2, pending = reopen(path)
+    assert pending == [turn(1), turn(2)]
+    assert not j2.seen(turn(3))
+    assert j2.append(turn(3)) is True
+    j2.mark_done([turn(1)])
+    j2.close()
+
+    j3, pending = reopen(path)
+    assert pending == [turn(2), turn(3)]
+    j3.close()
+
+
+def test_record_torn_just_before_its_newline_is_not_merged_with_the_next(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    j, _ = reopen(path)
+    j.append(turn(1))
+    j.close()
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))  # the newline never reached the disk
+
+    j2, pending = reopen(path)
+    assert pending == [turn(1)]
+    j2.append(turn(2))
+    j2.close()
+
+    j3, pending = reopen(path)
+    assert pending == [turn(1), turn(2)]
+    j3.close()
+
+
+def test_garbage_and_unknown_ops_are_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    j, _ = reopen(path)
+    j.append(turn(1))
+    j.close()
+    with open(path, "a") as handle:
+        handle.write("not json at all\n")
+        handle.write(json.dumps({"op": "explode", "keys": []}) + "\n")
+        handle.write(json.dumps([1, 2, 3]) + "\n")
+    j2, pending = reopen(path)
+    assert pending == [turn(1)]
+    j2.append(turn(2))
+    j2.close()
+    assert [t.id for t in reopen(path)[1]] == ["t1", "t2"]
+
+
+def test_compact_keeps_pending_and_seen_and_shrinks_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    j, _ = reopen(path)
+    for n in range(20):
+        j.append(turn(n))
+    j.mark_done([turn(n) for n in range(18)])
+    before = path.stat().st_size
+    j.compact()
+    assert path.stat().st_size < before
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["op"] for r in records] == ["seen", "turn", "turn"]
+    assert len(records[0]["keys"]) == 18
+    # Still appendable after compaction (the file descriptor was reopened).
+    j.append(turn(20))
+    j.close()
+
+    j2, pending = reopen(path)
+    assert pending == [turn(18), turn(19), turn(20)]
+    assert all(j2.seen(turn(n)) for n in range(21))
+    assert j2.seen_count == 21
+    assert j2.append(turn(5)) is False
+    j2.close()
+    assert [p.name for p in tmp_path.iterdir()] == ["j.jsonl"]  # no temp file left
+
+
+def test_mark_done_compacts_past_the_threshold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(journal_mod, "COMPACT_AFTER_RECORDS", 10)
+    path = tmp_path / "j.jsonl"
+    j, _ = reopen(path)
+    for n in range(12):
+        j.append(turn(n))
+    j.mark_done([turn(n) for n in range(11)])
+    j.close()
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["op"] for r in records] == ["seen", "turn"]
+    assert reopen(path)[1] == [turn(11)]
+
+
+def test_pending_count_reads_without_opening(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    assert pending_count(path) == 0
+    j, _ = reopen(path)
+    for n in range(4):
+        j.append(turn(n))
+    j.mark_done([turn(0)])
+    j.close()
+    with open(path, "ab") as handle:
+        handle.write(b'{"op": "turn", "ke')  # torn tail
+    assert pending_count(path) == 3
+
+
+def test_unicode_content_round_trips(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    j, _ = reopen(path)
+    t = turn(1, 'Zoë prefers 東京 🚀 and "quotes"\nover two lines')
+    j.append(t)
+    j.close()
+    assert reopen(path)[1] == [t]
+    assert len(path.read_text(encoding="utf-8").splitlines()) == 1
