@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -21,11 +20,20 @@ from . import locomo
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _cli(root: Path, *args: str, env: dict[str, str] | None = None, stdin: bytes | None = None
-         ) -> tuple[subprocess.CompletedProcess[bytes], float, int]:
+def _cli(
+    root: Path, *args: str, env: dict[str, str] | None = None, stdin: bytes | None = None
+) -> tuple[subprocess.CompletedProcess[bytes], float, int]:
     """Run the CLI; returns (result, wall seconds, peak RSS of the child in MB)."""
-    argv = [sys.executable, "-m", "engram_md", "--memory-dir", str(root / "memory"),
-            "--state-dir", str(root / "state"), *args]
+    argv = [
+        sys.executable,
+        "-m",
+        "engram_md",
+        "--memory-dir",
+        str(root / "memory"),
+        "--state-dir",
+        str(root / "state"),
+        *args,
+    ]
     base_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ENGRAM_"))}
     base_env.update(env or {})
     # Peak RSS of this one child: run it under a tiny wrapper that reports its own rusage.
@@ -36,8 +44,9 @@ def _cli(root: Path, *args: str, env: dict[str, str] | None = None, stdin: bytes
         "sys.stderr.write('\\n@@RSS ' + str(r) + '\\n'); sys.exit(p.returncode)"
     )
     start = time.perf_counter()
-    result = subprocess.run([sys.executable, "-c", wrapper, *argv], input=stdin,
-                            capture_output=True, env=base_env)
+    result = subprocess.run(
+        [sys.executable, "-c", wrapper, *argv], input=stdin, capture_output=True, env=base_env
+    )
     wall = time.perf_counter() - start
     rss_kb = 0
     for line in result.stderr.decode(errors="replace").splitlines():
@@ -61,14 +70,25 @@ def offline_ingest(workdir: Path) -> dict[str, Any]:
         if result.returncode != 0:
             raise RuntimeError(result.stderr.decode()[-2000:])
         facts = list((root / "memory" / "facts").rglob("*.md"))
-        results.append({"conversation": conv["sample_id"], "turns": len(items),
-                        "seconds": round(wall, 2), "memories": len(facts), "peak_rss_mb": rss})
+        results.append(
+            {
+                "conversation": conv["sample_id"],
+                "turns": len(items),
+                "seconds": round(wall, 2),
+                "memories": len(facts),
+                "peak_rss_mb": rss,
+            }
+        )
         total_turns += len(items)
         total_wall += wall
         peak = max(peak, rss)
-    return {"turns": total_turns, "seconds": round(total_wall, 2),
-            "turns_per_second": round(total_turns / total_wall, 1), "peak_rss_mb": peak,
-            "per_conversation": results}
+    return {
+        "turns": total_turns,
+        "seconds": round(total_wall, 2),
+        "turns_per_second": round(total_turns / total_wall, 1),
+        "peak_rss_mb": peak,
+        "per_conversation": results,
+    }
 
 
 def llm_mode(workdir: Path) -> dict[str, Any]:
@@ -92,8 +112,11 @@ def llm_mode(workdir: Path) -> dict[str, Any]:
                 root.mkdir(parents=True, exist_ok=True)
                 config = root / "config.yaml"
                 config.write_text("llm:\n  api: chat\n" + buffer_cfg)
-                env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "bench",
-                       "ENGRAM_CONFIG": str(config)}
+                env = {
+                    "OPENAI_BASE_URL": server.base_url,
+                    "OPENAI_API_KEY": "bench",
+                    "ENGRAM_CONFIG": str(config),
+                }
                 result, _wall, _rss = _cli(root, "ingest", str(path), env=env)
                 if result.returncode != 0:
                     raise RuntimeError(result.stderr.decode()[-2000:])
@@ -103,9 +126,11 @@ def llm_mode(workdir: Path) -> dict[str, Any]:
                 for f in (root / "memory" / "facts").rglob("*.md"):
                     bodies.add(f.read_text().split("---", 2)[2].strip())
         per100 = 100 / len(items)
-        out[label] = {"calls_per_100_turns": round(calls * per100, 1),
-                      "prompt_tokens_per_100_turns": round(prompt_tokens * per100),
-                      "facts": len(bodies)}
+        out[label] = {
+            "calls_per_100_turns": round(calls * per100, 1),
+            "prompt_tokens_per_100_turns": round(prompt_tokens * per100),
+            "facts": len(bodies),
+        }
         fact_sets[label] = bodies
     caught = fact_sets["call_per_turn"]
     out["facts_per_turn_also_caught_by_buffer"] = (

@@ -18,7 +18,8 @@ Conventions (Monday starts a week; all dates are calendar dates of the anchor's 
   nothing pointing forward ("will", "going to", an infinitive), then the previous one.
 - last/this/next week → "(week of <Monday>)"; weekend → "(weekend of <Saturday>)";
   month → "(February 2026)"; year → "(2025)"; "last|next|this May" → "(May 2025)".
-- "N days|weeks ago" and "in N days|weeks" → a date; months and years → month or year.
+- "N days|weeks ago" and "in N days|weeks" → a date; months and years → month or year;
+  "a few weeks ago" → "(a few weeks before 2026-03-02)": vague, but anchored.
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ _RELATIVE = re.compile(
     (?<![\w-])(?:
         (?P<day2>the\s+day\s+(?:before\s+yesterday|after\s+tomorrow))
       | (?P<ago>(?P<ago_n>{_NUM})\s+(?P<ago_u>{_UNIT})\s+ago)
+      | (?P<vague>(?P<vague_q>a\s+few|few|several|some)\s+(?P<vague_u>{_UNIT})\s+ago)
       | (?P<inn>in\s+(?P<in_n>{_NUM})\s+(?P<in_u>{_UNIT}))
       | (?P<lastnight>last\s+night)
       | (?P<daypart>this\s+(?:morning|afternoon|evening))
@@ -196,6 +198,10 @@ def _resolve(match: re.Match[str], today: date, text: str) -> str | None:
         return (today + timedelta(days=2 * sign)).isoformat()
     if g["ago"]:
         return _resolve_offset(_number(g["ago_n"]), g["ago_u"], today, -1)
+    if g["vague"]:
+        # No exact date exists; say what is known, relative to a fixed day.
+        quantity = " ".join(g["vague_q"].lower().split())
+        return f"{quantity} {g['vague_u'].lower()} before {today.isoformat()}"
     if g["inn"]:
         return _resolve_offset(_number(g["in_n"]), g["in_u"], today, 1)
     if g["lastnight"]:

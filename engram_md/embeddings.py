@@ -280,17 +280,28 @@ class OpenAIEmbedder:
             )
         except self._openai.OpenAIError as exc:
             raise EmbeddingError(f"embedding request to {self._model!r} failed: {exc}") from exc
-        data = sorted(response.data, key=lambda item: item.index)
+        except ValueError as exc:  # a body that is not JSON at all
+            raise EmbeddingError(
+                f"embedding request to {self._model!r} failed: unreadable answer ({exc})"
+            ) from exc
+        try:
+            # The client does not validate answers, so a server that is only "compatible"
+            # may hand back anything here: check the shape before trusting it.
+            data = sorted(response.data or [], key=lambda item: item.index)
+            matrix = np.asarray([item.embedding for item in data], dtype=np.float32)
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise EmbeddingError(
+                f"embedding request to {self._model!r} failed: malformed answer ({exc})"
+            ) from exc
         if len(data) != len(batch):
             raise EmbeddingError(
-                f"the embeddings endpoint returned {len(data)} vectors for {len(batch)} texts"
+                f"embedding request to {self._model!r} failed: "
+                f"{len(data)} vectors for {len(batch)} texts"
             )
-        try:
-            matrix = np.asarray([item.embedding for item in data], dtype=np.float32)
-        except (TypeError, ValueError) as exc:
-            raise EmbeddingError(f"the embeddings endpoint returned malformed vectors: {exc}") from exc
         if matrix.ndim != 2 or matrix.shape[1] == 0:
-            raise EmbeddingError(f"the embeddings endpoint returned vectors of shape {matrix.shape}")
+            raise EmbeddingError(
+                f"the embeddings endpoint returned vectors of shape {matrix.shape}"
+            )
         if self._dim is None:
             self._dim = int(matrix.shape[1])
         elif matrix.shape[1] != self._dim:
@@ -375,7 +386,9 @@ class CachedEmbedder:
         self.inner = inner
         self.model_id = inner.model_id
         self._cache_dir = cache_dir
-        self._stem_name = f"{safe_slug(inner.model_id)}-{xxhash.xxh64_hexdigest(inner.model_id)[:8]}"
+        # Readable slug for people, hash so two ids with the same slug never share a file.
+        digest = xxhash.xxh64_hexdigest(inner.model_id.encode("utf-8"))[:8]
+        self._stem_name = f"{safe_slug(inner.model_id)}-{digest}"
         self._file: _VectorFile | None = None
         self._lock = threading.Lock()
         self._opened = False
@@ -416,7 +429,9 @@ class CachedEmbedder:
         try:
             return _VectorFile(self._stem(dim), dim)
         except OSError as exc:
-            raise EmbeddingError(f"cannot read the embedding cache in {self._cache_dir}: {exc}") from exc
+            raise EmbeddingError(
+                f"cannot read the embedding cache in {self._cache_dir}: {exc}"
+            ) from exc
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         with self._lock:

@@ -22,7 +22,7 @@ from .errors import MemoryFileError
 from .factfile import read_fact
 from .hashing import normalize_text
 from .index import IndexRow, MemoryIndex
-from .models import Fact, Status
+from .models import Fact
 from .paths import MemoryLayout
 from .store import MemoryStore
 

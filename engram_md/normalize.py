@@ -82,7 +82,7 @@ _CRITICAL = _re.compile(
 _HIGH = _re.compile(
     r"\b(?:decided|decision|chose|choosing|picked|selected|agreed)\b"
     rf"|\bwe(?:{_APOS}ll|\s+will)\s+(?:go\s+with|use|implement)\b"
-    rf"|\b(?:make\s+sure|ensure|avoid|don{_APOS}?t|do\s+not)\b"
+    rf"|\b(?:make\s+sure|ensure|always|never|avoid|don{_APOS}?t|do\s+not)\b"
     r"|\byou\s+(?:should|must|need\s+to)\b"
     r"|\bby\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|end\s+of|next)\b"
     r"|\b(?:deadline|due\s+(?:date|by)|tomorrow|next\s+week|this\s+week|today)\b"
@@ -110,7 +110,7 @@ _NAME = _re.compile(r"(?<=[\w,;:)\]]\s+)[A-Z][\w-]*[a-z][\w-]*")
 # Acknowledgements and greetings: a text made only of these words carries nothing to keep.
 _TRIVIAL_WORDS = frozenset(
     (
-        "hi hello hey yo sup greetings ok okay k kk sure yes no yep nope yeah yea nah thanks "
+        "hi hello hey there yo sup greetings ok okay k kk sure yes no yep nope yeah yea nah thanks "
         "thank you thx ty cheers got it understood roger copy noted bye goodbye later see ya "
         "ttyl lol lmao rofl wow cool nice great awesome alright right so much very a lot "
         "good fine oh ah uh um hm"

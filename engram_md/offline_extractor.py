@@ -160,17 +160,19 @@ _AGREEMENT = {
 # "Right, …"), because "Right now" or "No meetings" are content.
 _FILLER_FREE = (
     r"actually|and|but|also|anyway|anyways|btw|by\s+the\s+way|honestly|basically|um+|uh+"
-    r"|hmm+|oh|ah|well|so|fyi|nb|correction|for\s+the\s+record|just\s+so\s+you\s+know"
-    r"|i\s+mean|hi|hello|hey|(?:please\s+)?(?:note|remember|keep\s+in\s+mind|don"
-    + _A
-    + r"?t\s+forget)(?:\s+that)?|important"
+    r"|hmm+|oh|ah|well|so|fyi|for\s+the\s+record|just\s+so\s+you\s+know|i\s+mean|hi|hello|hey"
 )
 _FILLER_PUNCT = (
     r"yes|yeah|yep|yup|no|nope|ok|okay|sure|right|alright|great|cool|thanks|thank\s+you"
-    r"|sorry|wow|perfect|nice|got\s+it|understood|noted|oh\s+well"
+    r"|sorry|wow|perfect|nice|got\s+it|understood|noted|oh\s+well|important|nb|correction"
+)
+# "Remember that I…" introduces a statement; "Remember to…" is a request and stays.
+_FILLER_THAT = (
+    rf"(?:please\s+)?(?:note|remember|keep\s+in\s+mind|don{_A}?t\s+forget)(?:\s+that\b|\s*[:,])"
 )
 _LEADING_FILLER = re.compile(
-    rf"^(?:(?:(?:{_FILLER_FREE})\b[\s,.!:;—–-]*)|(?:(?:{_FILLER_PUNCT})\b\s*[,.!:;—–-]+\s*))+",
+    rf"^(?:(?:{_FILLER_THAT})\s*|(?:(?:{_FILLER_FREE})\b[\s,.!:;—–-]*)"
+    rf"|(?:(?:{_FILLER_PUNCT})\b\s*[,.!:;—–-]+\s*))+",
     re.IGNORECASE,
 )
 _TRAILING_FILLER = re.compile(
@@ -968,14 +970,19 @@ def _entities(text: str, speakers: Iterable[str], people: frozenset[str]) -> tup
     return tuple(dict.fromkeys(out))[:MAX_ENTITIES]
 
 
+# The parentheses dates.resolve_relative_dates adds: "(2026-03-01)", "(week of …)",
+# "(February 2026)", "(2025)", "(a few weeks before …)".
+_ADDED_DATE = re.compile(
+    r"\((?:week of |weekend of |[a-z ]+ before )?\d{4}(?:-\d{2}-\d{2})?\)|\([A-Z][a-z]+ \d{4}\)"
+)
+
+
 def _tags(text: str, exclude: Iterable[str]) -> tuple[str, ...]:
     """A few keyword slugs: proper nouns, tool names, code-ish terms, numbers with units,
     then the longest remaining content words."""
     skip = {e.lower() for e in exclude} | {w.lower() for w in _name_words(exclude)}
     # Dates we added in parentheses are metadata, not topics.
-    plain = re.sub(
-        r"\((?:week of |weekend of )?\d{4}-\d{2}-\d{2}\)|\([A-Z][a-z]+ \d{4}\)", "", text
-    )
+    plain = _ADDED_DATE.sub("", text)
     candidates: list[str] = [p for p, _ in _proper_nouns(plain, exclude)]
     candidates += [m.group(1) for m in _TOOL_OBJECT.finditer(plain)]
     candidates += [m.group(0).strip("`") for m in _CODEISH.finditer(plain)]

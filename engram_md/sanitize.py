@@ -8,6 +8,9 @@ Three jobs, in this order:
    fact files are committed to git and an extraction prompt goes to a third party;
 3. cap the length, cut at a word boundary.
 
+Terminal escape sequences and control characters go first: pasted shell output carries
+them, and neither an LLM prompt nor a markdown file should.
+
 Redaction comes before the cap so that a cut never splits a secret into a piece that no
 longer looks like one. The patterns aim at the shapes real credentials have (fixed
 prefixes, lengths, a digit somewhere) so that ordinary prose ("the password field",
@@ -29,11 +32,13 @@ _FLAGS = regex.VERSION1
 # ---- memory blocks --------------------------------------------------------------------------
 
 # An unterminated block runs to the end of the text: whatever follows an opening tag that was
-# never closed is recall output too, as far as we can tell.
+# never closed is recall output too, as far as we can tell. The blanks before a block go with
+# it, so "a <memory>…</memory> b" becomes "a b".
 _MEMORY_BLOCK = regex.compile(
-    r"<memory(?:\s[^<>]*)?>.*?(?:</memory\s*>|\Z)", _FLAGS | regex.IGNORECASE | regex.DOTALL
+    r"[ \t]*<memory(?:\s[^<>]*)?>.*?(?:</memory\s*>|\Z)",
+    _FLAGS | regex.IGNORECASE | regex.DOTALL,
 )
-_STRAY_MEMORY_CLOSE = regex.compile(r"</memory\s*>", _FLAGS | regex.IGNORECASE)
+_STRAY_MEMORY_CLOSE = regex.compile(r"[ \t]*</memory\s*>", _FLAGS | regex.IGNORECASE)
 _ANY_MEMORY_TAG = regex.compile(r"</?memory", _FLAGS | regex.IGNORECASE)
 _MAX_STRIP_ROUNDS = 8
 _BLANK_RUN = regex.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
@@ -79,7 +84,8 @@ _RULES: list[tuple[str, regex.Pattern[str]]] = [
     (
         "password",
         regex.compile(
-            r"\b[A-Za-z][A-Za-z0-9+.\-]{1,30}://[^\s:/@\[\]]*:(?!\[REDACTED)(?P<secret>[^\s@/]+)@",
+            r"\b[A-Za-z][A-Za-z0-9+.\-]{1,30}://[^\s:/@\[\]]*:"
+            r"(?!\[REDACTED|(?:password|passwd|pass|pwd|secret)@|[<$%{])(?P<secret>[^\s@/]+)@",
             _FLAGS,
         ),
     ),
@@ -158,13 +164,14 @@ _RULES: list[tuple[str, regex.Pattern[str]]] = [
 ]
 
 # key = value / key: value. Keys that are also ordinary words ("secret", "token") only count
-# with "=" or a credential-looking value; see _assignment(). The pattern starts at the key
+# with "=" or a credential-looking value; see _assignment(). Plural keys ("max_tokens",
+# "cache_read_input_tokens") are counts, not credentials. The pattern starts at the key
 # word; its prefix (DB_PASSWORD, client_secret) is read by _key_of(), which keeps the scan
 # linear on long runs of word characters.
 _ASSIGNMENT = regex.compile(
-    r"(?P<word>passwords?|passwd|passphrase|pwd|api[_\-]?keys?|access[_\-]?keys?|"
-    r"secret[_\-]?keys?|private[_\-]?keys?|secrets?|tokens?|credentials?)"
-    r"[\"']?[ \t]*(?P<sep>:=|=>|=|:)[ \t]*"
+    r"(?P<word>passwords?|passwd|passphrase|pwd|api[_\-]?key|access[_\-]?key|"
+    r"secret[_\-]?key|private[_\-]?key|secret|token|credentials?)"
+    r"[\"']?[ \t]*(?P<sep>:=|=>|=(?!=)|:)[ \t]*"
     r"(?P<quote>[\"'`])?(?!\[REDACTED)(?P<secret>(?(quote)[^\"'`\n]+|[^\s\"'`]+))",
     _FLAGS | regex.IGNORECASE,
 )
@@ -195,7 +202,17 @@ _NOT_A_PASSWORD = frozenset(
     being been null none redacted is are be must should can cannot will would may might
     """.split()
 )
+# Values that name a secret rather than hold one: "<your key>", "${DB_PASSWORD}", "****".
+_PLACEHOLDER = regex.compile(r"[<$%{].*|\*+|x{3,}|\.{3}|…", _FLAGS | regex.IGNORECASE)
+# Unquoted values that are code: a dotted name ("settings.token") or a call ("getpass(").
+_CODE_VALUE = regex.compile(
+    r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:[(\[].*)?|[A-Za-z_]\w*[(\[].*", _FLAGS
+)
+_TYPE_NAMES = frozenset(
+    "str string int bool boolean float bytes number any dict list optional secretstr".split()
+)
 _TRAILING_PUNCT = ".,;:!?)]}>"
+_PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase", "pwd", "passcode", "pin"})
 
 
 def _looks_like_credential(value: str) -> bool:
@@ -205,9 +222,13 @@ def _looks_like_credential(value: str) -> bool:
     return any(ch.isdigit() for ch in value) or any(not ch.isalnum() for ch in value)
 
 
+def _is_placeholder(value: str) -> bool:
+    return _PLACEHOLDER.fullmatch(value) is not None
+
+
 def _kind_of(word: str) -> str:
     word = word.casefold().replace("-", "_")
-    if word.rstrip("s") in {"password", "passwd", "passphrase", "pwd", "passcode", "pin"}:
+    if word.rstrip("s") in _PASSWORD_WORDS:
         return "password"
     if "key" in word:
         return "api_key"
@@ -240,7 +261,7 @@ def _assignment(m: regex.Match[str]) -> str | None:
     if not value:
         return None
     word = m.group("word").casefold()
-    is_password = word.rstrip("s") in {"password", "passwd", "passphrase", "pwd"}
+    is_password = word.rstrip("s") in _PASSWORD_WORDS
     key = _key_of(m)
     explicit = (
         m.group("sep") != ":"
@@ -254,14 +275,21 @@ def _assignment(m: regex.Match[str]) -> str | None:
         return None
     if value.isdigit() and not is_password and len(value) < 12:
         return None  # "max_tokens=1200", "token_count: 15"
-    if value.casefold() in _NOT_A_PASSWORD:
+    if value.casefold() in _NOT_A_PASSWORD or _is_placeholder(value):
+        return None
+    # Pasted code: "api_key: str | None", "token = m.group(1)", "api_key=api_key or ...".
+    if not m.group("quote") and (
+        value.casefold() in _TYPE_NAMES
+        or value.casefold() == key.casefold()
+        or _CODE_VALUE.fullmatch(value)
+    ):
         return None
     return _marker(_kind_of(word))
 
 
 def _phrase(m: regex.Match[str]) -> str | None:
     value = m.group("secret")[: _value_end(m) - m.start("secret")]
-    if not value or value.casefold() in _NOT_A_PASSWORD:
+    if not value or value.casefold() in _NOT_A_PASSWORD or _is_placeholder(value):
         return None
     owner = (m.group("owner") or "").casefold()
     # "my password is swordfish" discloses one; "the password is managed by IT" does not.

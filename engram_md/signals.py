@@ -16,12 +16,14 @@ The built-in families (each pattern carries a category hint for extractors and r
             decision     "we decided/agreed", "the decision is", "going forward", "from now on"
             identity     "my name/email/role is", "I work/live at/in", "I'm a <noun>", "I'm <Name>"
             remember     "please remember/note", "important:", "fyi", "for the record"
-            commitment   "I'll / I will / I'm going to", "I promise", "remind me to", "by Friday"
-    MEDIUM  principle    "I think/believe/feel"
+            commitment   "I'll / I will / I won't / I'm going to", "I promise", "remind me to",
+                         "by Friday"
+    MEDIUM  principle    "I think/believe/feel", "… is important to me", "I value"
             habit        "usually", "typically"
-            preference   "I like/dislike/enjoy"
+            preference   "I like/dislike/enjoy", "I'm into / a big fan of"
             context      "my team/project/stack/setup"
-            event        past-tense incident verb near a temporal marker; "we went/had/visited…"
+            event        a past-tense verb within one clause of "yesterday / last week / 3 days
+                         ago / on Monday…"; "we went/had/visited…"
             relationship "my wife/boss/friend…"
             skill        "I know how to / learned / can / am good at / am learning"
 
@@ -179,7 +181,10 @@ _RELATIONS = (
 ).split()
 
 # "I'm a bit tired" is a degree phrase, not an identity.
-_NOT_A_NOUN = r"(?:bit|little|lot|tad|few|couple|quick|moment|second|minute|sec|while)"
+_NOT_A_NOUN = (
+    r"(?:bit|little|lot|tad|few|couple|quick|moment|second|minute|sec|while"
+    r"|(?:big\s+|huge\s+)?fan)"  # "I'm a big fan of …" is a preference, not an identity
+)
 # Capitalised words after "I'm" that are not names.
 _NOT_A_NAME = r"(?:ok|okay|sorry|so|not|just|fine|good|glad|here|back|sure|very|really|also)"
 

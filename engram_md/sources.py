@@ -17,12 +17,13 @@ from typing import Any, BinaryIO
 
 from .models import Turn
 from .statefile import load_json, save_json
+from .transcripts import MAX_LINE_BYTES as TRANSCRIPT_MAX_LINE_BYTES
 from .transcripts import LineError, ReaderState, TranscriptReader
 
 log = logging.getLogger("engram_md.input")
 
 # Lines longer than this are reported and skipped (the reader also refuses them).
-MAX_LINE_BYTES = 8 * 1024 * 1024
+MAX_LINE_BYTES = TRANSCRIPT_MAX_LINE_BYTES
 _CHUNK = 1024 * 1024
 # Files a watched folder contributes.
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".txt", ".log")
@@ -186,7 +187,9 @@ class FileTail:
                 yield turns
                 cursor = Cursor(raw.end_offset, raw.lineno, stat.st_ino, reader.state.to_dict())
                 self.cursors.set(self.path, cursor)
-        self.cursors.set(self.path, Cursor(cursor.offset, cursor.lineno, stat.st_ino, cursor.reader))
+        self.cursors.set(
+            self.path, Cursor(cursor.offset, cursor.lineno, stat.st_ino, cursor.reader)
+        )
         self.cursors.save()
 
 
@@ -199,7 +202,9 @@ def expand_watch_paths(paths: list[Path]) -> list[Path]:
                 sorted(
                     p
                     for p in path.rglob("*")
-                    if p.is_file() and p.suffix in TRANSCRIPT_SUFFIXES and not p.name.startswith(".")
+                    if p.is_file()
+                    and p.suffix in TRANSCRIPT_SUFFIXES
+                    and not p.name.startswith(".")
                 )
             )
         else:

@@ -46,7 +46,7 @@ _NOT_NAMES = frozenset(
 _APOS = "['’]"
 _NAME = r"(?P<name>[A-Za-z][a-z]+(?:[-'][A-Z][a-z]+)?)"
 _GREETING = r"(?:(?:hi|hello|hey|hiya|morning|good\s+(?:morning|afternoon|evening))\b[\s,!.]*)"
-# Strong forms state a name outright, so a lowercase name is accepted ("my name is dana").
+# Strong forms state a name outright; after "my name is" even a lowercase one ("dana").
 _STRONG = rf"(?:my\s+name\s+is|my\s+name{_APOS}s|call\s+me)"
 # Weak forms need a capitalized name that ends the clause, so "I'm Happy to help" is not an
 # introduction. "this is X" also needs a greeting before it or "here"/"speaking" after it:
@@ -72,8 +72,10 @@ def _acceptable(match: re.Match[str]) -> bool:
     if any(p in _NOT_NAMES or p.endswith("ing") for p in parts) or len(name) < 2:
         return False
     form = match.group("form").lower()
-    if form.startswith(("my", "call")):
-        return True
+    if form.startswith("my"):
+        return True  # "my name is dana": stated outright, any case
+    if form.startswith("call"):
+        return name[:1].isupper()  # "call me Sam", not "call me back/later/crazy"
     # Weak forms: every part capitalized, and the name ends its clause.
     if not all(p[:1].isupper() for p in re.split(r"[-'’]", name)):
         return False

@@ -9,13 +9,13 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from .config import Config
+from .dedup import HashIndex
 from .errors import MemoryFileError
 from .factfile import read_fact
 from .journal import pending_count
 from .paths import MemoryLayout
 from .statefile import load_json
 from .store import MemoryStore
-from .dedup import HashIndex
 
 
 def collect_status(cfg: Config) -> dict[str, Any]:

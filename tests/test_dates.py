@@ -38,6 +38,7 @@ MONDAY = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
         ("We started 3 months ago.", "We started 3 months ago (December 2025)."),
         ("Trip last May.", "Trip last May (May 2025)."),
         ("It was a busy last Tues.", "It was a busy last Tues (2026-02-24)."),
+        ("We met a few weeks ago.", "We met a few weeks ago (a few weeks before 2026-03-02)."),
     ],
 )
 def test_resolves_against_the_anchor(text: str, expected: str) -> None:

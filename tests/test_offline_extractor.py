@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engram_md.config import OfflineConfig, SignalConfig
 from engram_md.errors import EmbeddingError
@@ -295,6 +297,11 @@ def test_rewriter_uses_the_listener_name() -> None:
             "(April 2026).",
         ),
         ("FYI: the API key rotates every 90 days.", "The API key rotates every 90 days."),
+        ("Please remember that I hate tabs.", "Dana hates tabs."),
+        (
+            "Remember to send me the report by Friday.",
+            "Dana wants the assistant to remember to send Dana the report by Friday (2026-03-06).",
+        ),
         ("My sister Maya lives in Berlin.", "Dana's sister Maya lives in Berlin."),
     ],
 )
@@ -523,3 +530,28 @@ def test_estimate_tokens() -> None:
     assert estimate_tokens("abcd") == 1
     assert estimate_tokens("abcde") == 2
     assert estimate_tokens("x" * 401) == math.ceil(401 / 4)
+
+
+_FUZZ_WORDS = (
+    "I I'm i my me we our you your Dana Acme Robotics PostgreSQL 16 yesterday Friday by on last "
+    "week next . ! ? , : ( ) - please always never use don't do not actually ok thanks hi e.g. "
+    "3.5 Mr. remember that decided work at love hate will 'll going to the a team’s \n"
+).split(" ")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from(_FUZZ_WORDS), max_size=25).map(" ".join),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_any_text_is_safe(contents: list[str]) -> None:
+    turns = make_turns([("user", c) for c in contents])
+    out = extractor(OfflineConfig(min_chunk_tokens=5, max_chunk_tokens=20)).extract(turns, {})
+    for c in out:
+        assert c.content.strip()
+        assert c.source_turn_ids and all(tid.startswith("t") for tid in c.source_turn_ids)
+        assert 0.0 <= c.confidence <= 1.0
+        assert c.importance is None or 0.0 <= c.importance <= 1.0

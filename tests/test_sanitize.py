@@ -103,11 +103,11 @@ def test_secrets_are_redacted(text: str, secret: str, kind: str) -> None:
     redacted, count = redact_secrets(text)
     assert secret not in redacted
     assert f"[REDACTED:{kind}]" in redacted
-    assert count >= 1
-    # The words around a secret stay, so the fact is still readable.
-    first_word = text.split()[0]
-    if secret not in first_word and not first_word.startswith("-----"):
-        assert redacted.startswith(first_word.split(secret)[0][:4])
+    assert count == 1
+    if kind != "private_key":  # a key block goes whole, BEGIN and END lines included
+        # Exactly the secret goes: the words around it stay, so the fact is still readable.
+        head, tail = text.split(secret, 1)
+        assert redacted == f"{head}[REDACTED:{kind}]{tail}"
 
 
 def test_url_password_keeps_the_user() -> None:
@@ -164,6 +164,17 @@ NORMAL = [
     "Secrets of the Nile is a good book.",
     "credentials are in the vault",
     "The secret sauce: love and butter.",
+    # pasted code and docs
+    "api_key: str | None = None",
+    "token = m.group(1)",
+    "total_tokens=sum(usage)",
+    '{"input_tokens": 5, "cache_read_input_tokens": 1200}',
+    'client = OpenAI(api_key=api_key or "not-needed")',
+    "password = settings.DB_PASSWORD",
+    "password: ${DB_PASSWORD}",
+    "Set password=<your password> in the file.",
+    "Connect with postgres://user:password@localhost/db",
+    "secret: true",
 ]
 
 
@@ -179,11 +190,11 @@ def test_normal_prose_is_left_alone(text: str) -> None:
     ("text", "expected"),
     [
         ("<memory>\n[FACT] Dana likes uv\n</memory>\nWhat next?", "What next?"),
-        ("Before <MEMORY>x</Memory> after", "Before  after"),
-        ("a <memory kind='recall'>\nmulti\nline\n</memory > b", "a  b"),
+        ("Before <MEMORY>x</Memory> after", "Before after"),
+        ("a <memory kind='recall'>\nmulti\nline\n</memory > b", "a b"),
         ("keep this\n\n<memory>\nrecall without an end", "keep this"),
-        ("<memory>one</memory> mid <memory>two</memory> end", "mid  end"),
-        ("stray </memory> close", "stray  close"),
+        ("<memory>one</memory> mid <memory>two</memory> end", "mid end"),
+        ("stray </memory> close", "stray close"),
         ("x\n\n<memory>y</memory>\n\n\n\nz", "x\n\nz"),
     ],
 )

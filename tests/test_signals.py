@@ -108,6 +108,101 @@ POSITIVES: list[tuple[str, str]] = [
     ("I can speak Portuguese.", "skill"),
 ]
 
+# One sentence per remaining alternative of the patterns, so that every alternative is
+# checked against the pattern's gate (see test_gate_never_hides_a_match_on_examples).
+ALTERNATIVES: list[tuple[str, str]] = [
+    *[
+        (f"We painted the fence {when}.", "event_recent")
+        for when in (
+            "yesterday",
+            "today",
+            "tonight",
+            "recently",
+            "just now",
+            "the other day",
+            "this morning",
+            "this past weekend",
+            "last night",
+            "last Tuesday",
+            "earlier this week",
+            "on Sunday",
+            "on the Friday",
+            "3 days ago",
+            "an hour ago",
+            "a few minutes ago",
+        )
+    ],
+    ("Two weeks ago the pipeline broke.", "event_recent"),
+    ("I taught myself Go.", "skill"),
+    ("I have learnt to juggle.", "skill"),
+    ("I\u2019m fluent in Spanish.", "skill"),
+    ("I am good at chess.", "skill"),
+    ("I am learning the cello.", "skill"),
+    ("We just graduated!", "event_did"),
+    ("I finally adopted a puppy.", "event_did"),
+    ("my best friend Jo", "relationship_my"),
+    ("My coworkers and my grandparents", "relationship_my"),
+    ("my fianc\u00e9e", "relationship_my"),
+    ("I'm a huge fan of Bach.", "preference_like"),
+    ("I can\u2019t stand cilantro.", "preference_like"),
+    ("i'm obsessed with sourdough", "preference_like"),
+    ("Family matters a lot to me.", "principle_values"),
+    ("I value honesty.", "principle_values"),
+    ("I genuinely believe in code review.", "principle_think"),
+    ("I would much prefer Fridays off.", "preference_strong"),
+    ("I really need a quiet room.", "preference_strong"),
+    ("Please don't reformat my code.", "preference_please"),
+    ("Do not ever call me Danny.", "preference_dont"),
+    ("My favourite thing is hiking.", "preference_favorite"),
+    ("My preference would be Vim.", "preference_favorite"),
+    ("We've agreed on weekly releases.", "decision_made"),
+    ("We settled on Rust.", "decision_made"),
+    ("We opted for a monorepo.", "decision_made"),
+    ("Lets stick with what works.", "decision_statement"),
+    ("The decision has been made: the decision is final.", "decision_statement"),
+    ("From here on out, use UTC.", "decision_from_now_on"),
+    ("From this point on, no force pushes.", "decision_from_now_on"),
+    ("My time zone is CET.", "identity_my"),
+    ("My job title is Staff Engineer.", "identity_my"),
+    ("I currently work for a bank.", "identity_work_live"),
+    ("I grew up in Kyoto.", "identity_work_live"),
+    ("I was born in 1990 in Lagos.", "identity_work_live"),
+    ("I am based out of Austin.", "identity_am"),
+    ("I am an architect.", "identity_am"),
+    ("Call me Ishmael.", "identity_name"),
+    ("I am Priya from the data team.", "identity_name"),
+    ("Please keep in mind I'm left-handed.", "remember_request"),
+    ("Remember this: the VPN drops at midnight.", "remember_request"),
+    ("Make a note of it.", "remember_request"),
+    ("NB: tests run in CI only.", "remember_label"),
+    ("Just so you know, I'm vegetarian.", "remember_record"),
+    ("For record, it was me.", "remember_record"),
+    ("I shall return.", "commitment_will"),
+    ("I am gonna try.", "commitment_will"),
+    ("I wont forget.", "commitment_will"),
+    ("I commit to weekly updates.", "commitment_promise"),
+    ("I pledge to help.", "commitment_promise"),
+    ("Remind me about the dentist.", "commitment_remind"),
+    ("Remind me tomorrow.", "commitment_remind"),
+    ("Finish it by next Monday.", "commitment_deadline"),
+    ("Ship it by the end of the sprint.", "commitment_deadline"),
+    ("Send it by EOD.", "commitment_deadline"),
+    ("Done by tomorrow, promise.", "commitment_deadline"),
+    ("No, that's incorrect.", "correction_no"),
+    ("No we not wrong.", "correction_no"),
+    ("That's not what I meant.", "correction_not_right"),
+    ("thats wrong", "correction_not_right"),
+    ("Why did you think that?", "correction_why_say"),
+    ("Let me correct that.", "correction_explicit"),
+    ("To correct myself: it was 2019.", "correction_explicit"),
+    ("I misspoke earlier.", "correction_explicit"),
+    ("I stand corrected.", "correction_explicit"),
+    ("I was wrong about the cache.", "correction_explicit"),
+    ("Actually my laptop is a Mac.", "correction_actually"),
+    ("My codebase is old.", "context_my"),
+    ("my workflow is simple", "context_my"),
+]
+
 # (sentence, pattern that must NOT hit)
 NEAR_MISSES: list[tuple[str, str]] = [
     ("Actually the build passed.", "correction_actually"),
@@ -132,7 +227,7 @@ NEAR_MISSES: list[tuple[str, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("text", "name"), POSITIVES)
+@pytest.mark.parametrize(("text", "name"), POSITIVES + ALTERNATIVES)
 def test_builtin_family_hits(scanner: SignalScanner, text: str, name: str) -> None:
     reasons = scanner.scan(text).reasons
     assert name in reasons, f"{name} should hit {text!r}; got {reasons}"
@@ -247,7 +342,7 @@ def test_pathological_custom_pattern_times_out_as_a_miss(
 
 
 def test_gate_never_hides_a_match_on_examples(scanner: SignalScanner) -> None:
-    for text, _ in POSITIVES + NEAR_MISSES:
+    for text, _ in POSITIVES + ALTERNATIVES + NEAR_MISSES:
         assert [p.name for p in scanner.matches(text)] == _ungated(text), text
 
 

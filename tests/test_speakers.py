@@ -53,6 +53,8 @@ def test_introduced_name(text: str, name: str) -> None:
         "This is Python, which is fast",  # "this is" needs a greeting or "here"
         "I'm Monday-tired",
         "I'm Vegan.",
+        "call me later",
+        "call me crazy, but I like tabs",
         "",
     ],
 )
