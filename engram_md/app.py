@@ -15,7 +15,9 @@ from typing import Any
 from .config import Config
 from .daemon import Runner
 from .embeddings import Embedder, make_embedder
+from .errors import LockError
 from .extractor import Extractor
+from .index import MemoryIndex
 from .indexer import Indexer
 from .journal import Journal
 from .llm_extractor import LLMExtractor, Usage
@@ -112,3 +114,35 @@ def open_engine(
     except BaseException:
         lock.release()
         raise
+
+
+class RecallSession:
+    """In-process recall over one memory folder (what `recall` does when no daemon runs).
+
+    When no writer holds the folder, the session takes the lock for a moment and reconciles
+    the index with the folder first, so a hand edit made since the last run is respected.
+    When a writer (the daemon) holds it, the daemon keeps the index true; we only read.
+    """
+
+    def __init__(self, cfg: Config) -> None:
+        from .access import AccessLog
+        from .recall import Recaller
+
+        self.layout = layout_for(cfg)
+        self.layout.ensure()
+        self.embedder = open_embedder(cfg, self.layout)
+        lock = WriterLock(self.layout.lock_path, memory_dir=self.layout.memory_dir)
+        try:
+            lock.acquire()
+        except LockError:
+            self.index = MemoryIndex.open(self.layout.index_dir, self.embedder)
+        else:
+            try:
+                store = MemoryStore.open(self.layout)
+                indexer = Indexer.open(cfg, self.layout, store, self.embedder)
+                self.index = indexer.index
+            finally:
+                lock.release()
+        self.recaller = Recaller(
+            self.index, self.embedder, AccessLog(self.layout.access_path), cfg.recall
+        )

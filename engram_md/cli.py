@@ -198,6 +198,175 @@ def status(
             out.print(f"  {line}", markup=False)
 
 
+# ---------------------------------------------------------------- recall / explain
+
+
+class _Answerer:
+    """Answers recall queries through the daemon when it runs, in-process otherwise."""
+
+    def __init__(self, cfg: Config, *, use_daemon: bool) -> None:
+        from .app import layout_for
+        from .server import RecallClient, find_daemon
+
+        self.cfg = cfg
+        self._client: RecallClient | None = None
+        self._session: Any = None
+        if use_daemon:
+            endpoint = find_daemon(layout_for(cfg).daemon_endpoint_path)
+            if endpoint is not None:
+                self._client = RecallClient(endpoint)
+
+    def ask(self, query: str, **options: Any) -> dict[str, Any]:
+        from .errors import RecallServerError
+
+        if self._client is not None:
+            try:
+                return self._client.recall(query, **options)
+            except RecallServerError as exc:
+                err.print(f"engram-md: daemon recall failed ({exc}); answering in-process")
+                self._client = None
+        if self._session is None:
+            from .app import RecallSession
+
+            self._session = RecallSession(self.cfg)
+        explain = bool(options.pop("explain", False))
+        result = self._session.recaller.recall(query, explain=explain, **options)
+        answer = result.explain_json() if explain else result.to_json()
+        answer["block"] = result.render()
+        return answer
+
+
+@app.command()
+def recall(
+    query: Annotated[str, typer.Argument(help="The query; '-' reads one query per line.")],
+    top_k: Annotated[int | None, typer.Option("--top-k", help="At most N memories.")] = None,
+    budget: Annotated[
+        int | None, typer.Option("--budget", help="Token budget (4 characters a token).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON instead of <memory>.")] = False,
+    include_inactive: Annotated[
+        bool, typer.Option("--include-inactive", help="Also superseded, archived, …")
+    ] = False,
+    no_daemon: Annotated[
+        bool, typer.Option("--no-daemon", help="Answer in-process even if a daemon runs.")
+    ] = False,
+) -> None:
+    """The memories that matter for QUERY, as a <memory> block (or JSON)."""
+    import json
+
+    try:
+        answerer = _Answerer(_config(), use_daemon=not no_daemon)
+        queries = (line.rstrip("\n") for line in sys.stdin) if query == "-" else iter([query])
+        for text in queries:
+            if query == "-" and not text.strip():
+                continue
+            answer = answerer.ask(
+                text,
+                budget_tokens=budget,
+                top_k=top_k,
+                include_inactive=include_inactive or None,
+            )
+            block = answer.pop("block", "")
+            if as_json:
+                sys.stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
+            else:
+                sys.stdout.write(block + "\n")
+            sys.stdout.flush()
+    except EngramError as exc:
+        raise _fail(exc) from None
+
+
+@app.command()
+def explain(
+    query: Annotated[str, typer.Argument(help="The query to explain.")],
+    budget: Annotated[int | None, typer.Option("--budget", help="Token budget.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    limit: Annotated[int, typer.Option("--limit", help="Candidates to show.")] = 30,
+) -> None:
+    """Every candidate of a recall with its score parts, and why it was kept or left out."""
+    import json
+
+    try:
+        answer = _Answerer(_config(), use_daemon=True).ask(
+            query, budget_tokens=budget, explain=True
+        )
+    except EngramError as exc:
+        raise _fail(exc) from None
+    answer.pop("block", None)
+    if as_json:
+        sys.stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
+        return
+    out.print(
+        f"query: {answer['query']!r} — {len(answer['memories'])} kept, "
+        f"{answer['tokens']}/{answer['budget']} tokens, {len(answer['candidates'])} candidates"
+    )
+    for i, cand in enumerate(answer["candidates"][:limit], 1):
+        p = cand["parts"]
+        mark = "[green]kept[/green]" if cand["kept"] else "[dim]left out[/dim]"
+        out.print(f"#{i} {mark} score {p['score']:.3f} ({cand['status']}) {cand['path']}")
+        out.print(f"   {cand['content'][:160]}", markup=False)
+        out.print(
+            f"   relevance {p['relevance']:.3f} (cosine {p['cosine']:.2f}, full-text "
+            f"{p['fts_rel']:.2f}, names {p['name_match']:.2f}, dates {p['date_match']:.0f}, "
+            f"lifecycle x{p['lifecycle']:.2f}; via {'+'.join(cand['channels'])})",
+            markup=False,
+        )
+        out.print(
+            f"   weight {p['weight']:.2f} = importance {p['importance']:.2f} + repetition "
+            f"{p['rep_bonus']:.2f} + access {p['access_bonus']:.2f} + kind {p['kind_bias']:+.2f}"
+            f" + tier {p['tier_bias']:+.2f}; recency {p['recency']:.2f}; raw {p['raw']:.3f}",
+            markup=False,
+        )
+        out.print(f"   {cand['reason']}", markup=False)
+
+
+# ---------------------------------------------------------------- reindex
+
+
+@app.command()
+def reindex() -> None:
+    """Rebuild the search index from the memory folder."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from .app import layout_for, open_embedder
+    from .indexer import Indexer
+    from .lock import WriterLock
+    from .store import MemoryStore
+
+    try:
+        cfg = _config()
+        layout = layout_for(cfg)
+        layout.ensure()
+        with WriterLock(layout.lock_path, memory_dir=layout.memory_dir):
+            store = MemoryStore.open(layout)
+            store.rebuild_hashes()
+            embedder = open_embedder(cfg, layout)
+            indexer = Indexer.open(cfg, layout, store, embedder, reconcile=False)
+            with Progress(
+                "[progress.description]{task.description}",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=err,
+                transient=False,
+            ) as progress:
+                task = progress.add_task("indexing memories", total=None)
+
+                def step(done: int, total: int) -> None:
+                    progress.update(task, completed=done, total=total)
+
+                report = indexer.rebuild(progress=step)
+    except EngramError as exc:
+        raise _fail(exc) from None
+    for problem in report.broken:
+        err.print(f"engram-md: skipped {problem}", markup=False)
+    err.print(
+        f"engram-md: indexed {report.added + report.updated + report.unchanged} memories"
+        + (f", {len(report.broken)} unreadable file(s) skipped" if report.broken else ""),
+        markup=False,
+    )
+
+
 def main() -> None:
     app()
 

@@ -40,7 +40,7 @@ from .paths import safe_slug
 from .prompts import PRIORITY
 from .sentences import split_sentences
 from .signals import Pattern, SignalScanner
-from .speakers import self_introduction
+from .speakers import DEFAULT_NAMES, self_introduction
 
 __all__ = ["OfflineExtractor", "StatementRewriter", "estimate_tokens"]
 
@@ -676,7 +676,7 @@ class OfflineExtractor:
         out: list[CandidateFact] = []
         for (session, chunk), nov in zip(chunks, novelty, strict=True):
             speakers_in = sorted({u.speaker for u in chunk.units})
-            salience = _salience(chunk.text, speaker_names)
+            salience = _salience(chunk.text, speaker_names, speakers_in)
             importance = round(nov * 0.6 + salience * 0.4, 2)
             if importance < self._cfg.min_importance:
                 continue
@@ -1044,11 +1044,17 @@ def _is_unit(match: re.Match[str]) -> bool:
     return unit in _UNITS or (unit.endswith("s") and unit not in _STOPWORDS and len(unit) > 3)
 
 
-def _salience(text: str, speakers: Iterable[str]) -> float:
-    """Seed 004 §1.5: entity +0.3, number/date +0.2, preference +0.4, technical term +0.1."""
+def _salience(text: str, speakers: Iterable[str], chunk_speakers: Iterable[str] = ()) -> float:
+    """Seed 004 §1.5: entity +0.3, number/date +0.2, preference +0.4, technical term +0.1.
+
+    A chunk is rendered "Name: …": when the speaker is a named person (not "the user"),
+    the chunk names a person, which counts as a named entity like any other.
+    """
     known = {s.lower() for s in speakers}
+    anonymous = set(DEFAULT_NAMES.values())
+    named_speaker = any(s not in anonymous for s in chunk_speakers)
     score = 0.0
-    if any(p.lower() not in known for p, _ in _proper_nouns(text, known)):
+    if named_speaker or any(p.lower() not in known for p, _ in _proper_nouns(text, known)):
         score += 0.3
     if _NUMBER_OR_DATE.search(text):
         score += 0.2

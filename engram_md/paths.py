@@ -104,7 +104,7 @@ class MemoryLayout:
 
     @property
     def access_path(self) -> Path:
-        return self.state_dir / "access.json"
+        return self.state_dir / "access.jsonl"
 
     @property
     def daemon_endpoint_path(self) -> Path:

@@ -449,6 +449,35 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
         _C.RELATIONSHIP,
         [w for r in _RELATIONS for w in _re.split(r"\W+", r)],
     ),
+    # What people say about themselves: "I'm expanding my studio", "I've been painting",
+    # "I adopted a puppy", "My store is doing great". Each is one LOW hint; together with
+    # the families above they turn first-person statements into speaker-named facts.
+    _p(
+        "self_ongoing",
+        _M,
+        rf"\bi(?:{_A}m|\s+am|{_A}ve\s+been|\s+have\s+been|\s+was|\s+had\s+been)\s+"
+        r"(?:(?:just|also|really|still|currently|now|finally|actually|always)\s+)?"
+        r"(?!going\b)[a-z]{2,}ing\b",
+        _C.FACT,
+        "i",
+    ),
+    _p(
+        "self_past",
+        _M,
+        r"\b(?:i|we)\s+(?:(?:just|also|recently|finally|actually|already|once)\s+)?"
+        + _PAST_VERB
+        + r"\b",
+        _C.MOMENT,
+        "i we",
+    ),
+    _p(
+        "self_have",
+        _M,
+        rf"\bi(?:\s+have|{_A}ve)\s+(?:got\s+)?(?:a|an|two|three|some|many|\d+)\s+\w+"
+        r"|\bmy\s+(?!(?:" + "|".join(_RELATIONS) + r")\b)\w+(?:\s+\w+)?\s+(?:is|are|was|were|has|have)\b",
+        _C.FACT,
+        "i my",
+    ),
     _p(
         "skill",
         _M,

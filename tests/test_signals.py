@@ -103,6 +103,12 @@ POSITIVES: list[tuple[str, str]] = [
     ("I visited my aunt in Ohio.", "event_did"),
     ("My sister is a nurse.", "relationship_my"),
     ("Lunch with my co-worker Sam.", "relationship_my"),
+    ("I'm offering one-on-one mentoring to new dancers.", "self_ongoing"),
+    ("I've been working hard on my online store.", "self_ongoing"),
+    ("I adopted a puppy from the shelter.", "self_past"),
+    ("We painted the fence together.", "self_past"),
+    ("I have two kids and a dog.", "self_have"),
+    ("My online store is doing great!", "self_have"),
     ("I know how to weld.", "skill"),
     ("I'm learning Rust this year.", "skill"),
     ("I can speak Portuguese.", "skill"),
@@ -205,6 +211,9 @@ ALTERNATIVES: list[tuple[str, str]] = [
 
 # (sentence, pattern that must NOT hit)
 NEAR_MISSES: list[tuple[str, str]] = [
+    ("I'm going to call you later.", "self_ongoing"),
+    ("Wow, it looks awesome!", "self_have"),
+    ("My mom is visiting.", "self_have"),
     ("Actually the build passed.", "correction_actually"),
     ("The movie was actually good.", "correction_actually"),
     ("No problem, happy to help.", "correction_no"),

@@ -1,0 +1,432 @@
+"""Recall: the memories that matter for a query, within a token budget.
+
+    query -> embed -> vector candidates + full-text candidates (one pool)
+          -> status filter (inactive memories only when asked)
+          -> relevance: cosine, lifted by full-text agreement, names and dates of the query
+          -> lifecycle adjustment -> seed-001 score (importance, repetition, access, kind,
+             tier, recency, sigmoid)
+          -> relevant preferences and procedures first, then by score
+          -> cut to the budget (a token is 4 characters of content, rounded up)
+
+Every number that shapes the ranking lives in :class:`Weights`, so `explain` can show each
+part and nothing is tuned to particular questions.
+"""
+
+from __future__ import annotations
+
+import calendar
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import regex
+
+from .access import ACTIVATION_BOOST, AccessLog
+from .config import RecallConfig
+from .dates import parse_absolute_dates
+from .embeddings import Embedder
+from .index import Hit, IndexRow, MemoryIndex
+
+ACTIVE = "status = 'active'"
+# Categories that tell the agent how to behave: shown first when relevant.
+PROCEDURAL = frozenset({"preference", "principle", "skill"})
+
+
+def estimate_tokens(text: str) -> int:
+    """The one token estimate used everywhere: 4 characters of content, rounded up."""
+    return math.ceil(len(text) / 4)
+
+
+@dataclass(frozen=True)
+class Weights:
+    candidates_per_channel: int = 200
+    # Relevance from the two channels: reciprocal-rank fusion (rank-based, robust to score
+    # scales) blended with the cosine, so strong semantic matches keep their edge.
+    rrf_k: float = 60.0
+    rrf_share: float = 1.0  # relevance = rrf_share * rrf_norm + (1 - rrf_share) * lifted cosine
+    fts_lift: float = 0.3  # relevance *= 1 + fts_lift * fts_rel * gate  (seed 001 dual-hit)
+    fts_gate_cosine: float = 0.45  # full-text agreement counts fully from this cosine up
+    name_lift: float = 0.25  # per share of the query's names the memory carries
+    date_lift: float = 0.2  # memory falls in a date range the query names
+    lifecycle: dict[str, float] = field(
+        default_factory=lambda: {
+            "active": 1.05,
+            "validated": 1.05,
+            "candidate": 1.0,
+            "stale": 0.85,
+            "archived": 0.8,
+        }
+    )
+    kind_bias: dict[str, float] = field(
+        default_factory=lambda: {"procedural": 0.15, "note": 0.0, "episode": -0.1}
+    )
+    tier_bias: dict[str, float] = field(
+        default_factory=lambda: {
+            "explicit": 0.1,
+            "implied": 0.0,
+            "inferred": -0.05,
+            "speculative": -0.1,
+        }
+    )
+    recency_half_life_hours: float = 168.0
+    weight_factor: float = 0.4  # seed 001: raw = relevance * (1 + 0.4 weight + 0.2 recency)
+    recency_factor: float = 0.2
+    procedural_floor: float = 0.5  # a preference goes first only if score >= floor * best
+
+
+WEIGHTS = Weights()
+
+
+@dataclass(frozen=True)
+class ScoreParts:
+    cosine: float
+    fts_rel: float
+    name_match: float
+    date_match: float
+    relevance: float
+    lifecycle: float
+    importance: float
+    rep_bonus: float
+    access_bonus: float
+    kind_bias: float
+    tier_bias: float
+    recency: float
+    weight: float
+    raw: float
+    score: float
+
+
+@dataclass(frozen=True)
+class Candidate:
+    row: IndexRow
+    parts: ScoreParts
+    kept: bool
+    reason: str
+    channels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Memory:
+    id: str
+    path: str
+    category: str
+    memory_kind: str
+    content: str
+    score: float
+    source_turn_ids: tuple[str, ...]
+    created: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "path": self.path,
+            "category": self.category,
+            "memoryKind": self.memory_kind,
+            "content": self.content,
+            "score": round(self.score, 4),
+            "sourceTurnIds": list(self.source_turn_ids),
+            "created": self.created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    query: str
+    memories: tuple[Memory, ...]
+    tokens: int
+    budget: int
+    candidates: tuple[Candidate, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The DESIGN.md contract: {"query", "memories": [...], "tokens"}."""
+        return {
+            "query": self.query,
+            "memories": [m.to_json() for m in self.memories],
+            "tokens": self.tokens,
+        }
+
+    def render(self) -> str:
+        """Seed 004's prompt block: one ``[TYPE] content`` line per memory."""
+        lines = ["<memory>"]
+        for m in self.memories:
+            label = m.category.upper()
+            if m.memory_kind == "episode":
+                lines.append(f"[{label}] {m.created:%Y-%m-%d}: {m.content}")
+            else:
+                lines.append(f"[{label}] {m.content}")
+        lines.append("</memory>")
+        return "\n".join(lines)
+
+    def explain_json(self) -> dict[str, Any]:
+        return {
+            **self.to_json(),
+            "budget": self.budget,
+            "candidates": [
+                {
+                    "id": c.row.id,
+                    "path": c.row.path,
+                    "status": c.row.status,
+                    "content": c.row.content,
+                    "kept": c.kept,
+                    "reason": c.reason,
+                    "channels": list(c.channels),
+                    "parts": {k: round(v, 4) for k, v in asdict(c.parts).items()},
+                }
+                for c in self.candidates
+            ],
+        }
+
+
+# ---------------------------------------------------------------- the query
+
+
+_NAME = regex.compile(r"\b\p{Lu}[\p{L}'’-]+\b")
+_QUESTION_WORDS = frozenset(
+    "what when where who whom whose which why how did does do is are was were has have had "
+    "can could would should will the a an in on at of i my we our you your it this that "
+    "tell list name describe".split()
+)
+_MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+_MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
+_MONTH_YEAR = regex.compile(
+    r"\b(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?,?\s+(\d{4})\b",
+    regex.IGNORECASE,
+)
+_YEAR = regex.compile(r"\b(19\d\d|20\d\d)\b")
+
+
+@dataclass(frozen=True)
+class QueryFeatures:
+    names: tuple[str, ...]  # lowercased proper names in the query
+    ranges: tuple[tuple[date, date], ...]  # date ranges the query names
+
+
+def query_features(query: str) -> QueryFeatures:
+    names = []
+    for match in _NAME.finditer(query):
+        word = match.group(0).strip("'’-")
+        lower = word.casefold()
+        if lower in _QUESTION_WORDS or lower in _MONTHS:
+            continue
+        names.append(lower.removesuffix("'s").removesuffix("’s"))
+    ranges: list[tuple[date, date]] = []
+    for day in parse_absolute_dates(query):
+        ranges.append((day, day))
+    for match in _MONTH_YEAR.finditer(query):
+        month = _MONTHS[match.group(1).casefold()]
+        year = int(match.group(2))
+        last = calendar.monthrange(year, month)[1]
+        ranges.append((date(year, month, 1), date(year, month, last)))
+    if not ranges:
+        for match in _YEAR.finditer(query):
+            year = int(match.group(1))
+            ranges.append((date(year, 1, 1), date(year, 12, 31)))
+    return QueryFeatures(tuple(dict.fromkeys(names)), tuple(ranges))
+
+
+def _name_match(row: IndexRow, names: Sequence[str]) -> float:
+    if not names:
+        return 0.0
+    text = row.content.casefold()
+    carried = {e.split("-", 1)[-1] for e in row.entities} | {row.speaker.casefold()}
+    hits = sum(1 for n in names if n in carried or regex.search(rf"\b{regex.escape(n)}\b", text))
+    return hits / len(names)
+
+
+def _date_match(row: IndexRow, ranges: Sequence[tuple[date, date]]) -> float:
+    if not ranges:
+        return 0.0
+    created = row.created.date()
+    for start, end in ranges:
+        # An event is usually told within days of happening: allow a week of slack.
+        if start - timedelta(days=1) <= created <= end + timedelta(days=7):
+            return 1.0
+        if any(start <= d <= end for d in parse_absolute_dates(row.content)):
+            return 1.0
+    return 0.0
+
+
+# ---------------------------------------------------------------- recall
+
+
+class Recaller:
+    """Answers recall queries from an open index. Safe to share between threads."""
+
+    def __init__(
+        self,
+        index: MemoryIndex,
+        embedder: Embedder,
+        access: AccessLog,
+        cfg: RecallConfig,
+        *,
+        weights: Weights = WEIGHTS,
+    ) -> None:
+        self.index = index
+        self.embedder = embedder
+        self.access = access
+        self.cfg = cfg
+        self.weights = weights
+
+    def recall(
+        self,
+        query: str,
+        *,
+        budget_tokens: int | None = None,
+        top_k: int | None = None,
+        include_inactive: bool | None = None,
+        explain: bool = False,
+        record_access: bool = True,
+    ) -> RecallResult:
+        budget = budget_tokens if budget_tokens is not None else self.cfg.budget_tokens
+        limit = top_k if top_k is not None else self.cfg.top_k
+        inactive_ok = (
+            include_inactive if include_inactive is not None else self.cfg.include_inactive
+        )
+        query = query.strip()
+        if not query:
+            return RecallResult(query, (), 0, budget)
+        # explain looks at inactive memories too, to say why they were left out.
+        where = None if (inactive_ok or explain) else ACTIVE
+        pool = self._candidates(query, where)
+        scored = self._score(query, pool)
+        return self._select(query, scored, budget, limit, inactive_ok, explain, record_access)
+
+    # ------------------------------------------------------------ stages
+    def _candidates(
+        self, query: str, where: str | None
+    ) -> dict[str, tuple[IndexRow, float, float, list[str]]]:
+        """id -> (row, cosine, bm25, channels) from both channels; ranks kept for fusion."""
+        k = self.weights.candidates_per_channel
+        qvec = self.embedder.embed([query])[0]
+        pool: dict[str, tuple[IndexRow, float, float, list[str]]] = {}
+        self._ranks: dict[str, float] = {}
+        rrf_k = self.weights.rrf_k
+        vector_hits = self.index.vector_search(qvec, k, where=where)
+        text_hits: list[Hit] = self.index.text_search(query, k, where=where)
+        for rank, hit in enumerate(vector_hits):
+            self._ranks[hit.row.id] = self._ranks.get(hit.row.id, 0.0) + 1 / (rrf_k + rank + 1)
+        for rank, hit in enumerate(text_hits):
+            self._ranks[hit.row.id] = self._ranks.get(hit.row.id, 0.0) + 1 / (rrf_k + rank + 1)
+        for hit in vector_hits:
+            pool[hit.row.id] = (hit.row, hit.score, 0.0, ["vector"])
+        for hit in text_hits:
+            if hit.row.id in pool:
+                row, cos, _, channels = pool[hit.row.id]
+                pool[hit.row.id] = (row, cos, hit.score, [*channels, "text"])
+            else:
+                cos = _cosine(hit.row, qvec)
+                pool[hit.row.id] = (hit.row, cos, hit.score, ["text"])
+        return pool
+
+    def _score(
+        self, query: str, pool: dict[str, tuple[IndexRow, float, float, list[str]]]
+    ) -> list[tuple[IndexRow, ScoreParts, list[str]]]:
+        w = self.weights
+        features = query_features(query)
+        best_bm25 = max((bm25 for _, _, bm25, _ in pool.values()), default=0.0) or 1.0
+        accesses = self.access.counts()
+        now = max((row.created for row, _, _, _ in pool.values()), default=datetime.now(UTC))
+        out = []
+        for row, cos, bm25, channels in pool.values():
+            cos = max(0.0, cos)
+            fts_rel = bm25 / best_bm25
+            gate = min(1.0, cos / w.fts_gate_cosine) if w.fts_gate_cosine else 1.0
+            names = _name_match(row, features.names)
+            dates = _date_match(row, features.ranges)
+            lifted = cos * (1 + w.fts_lift * fts_rel * gate)
+            rrf = self._ranks.get(row.id, 0.0) * (w.rrf_k + 1) / 2  # 1.0 = first in both
+            relevance = w.rrf_share * rrf + (1 - w.rrf_share) * lifted
+            relevance *= 1 + w.name_lift * names
+            relevance *= 1 + w.date_lift * dates
+            lifecycle = w.lifecycle.get(row.lifecycle_state, 1.0)
+            relevance *= lifecycle
+            access = row.access_count + accesses.get(row.id, 0)
+            importance = min(1.0, row.importance + ACTIVATION_BOOST * accesses.get(row.id, 0))
+            rep = min(0.7, 0.17 * math.log1p(row.confirmations))
+            acc = min(0.55, 0.12 * math.log1p(access))
+            kind_key = "procedural" if row.category in PROCEDURAL else row.memory_kind
+            kind = w.kind_bias.get(kind_key, 0.0)
+            tier = w.tier_bias.get(_tier(row.confidence), 0.0)
+            age_hours = max(0.0, (now - row.created).total_seconds() / 3600)
+            recency = math.exp(-age_hours / w.recency_half_life_hours)
+            weight = importance + rep + acc + kind + tier
+            raw = relevance * (1 + w.weight_factor * weight + w.recency_factor * recency)
+            score = 2 / (1 + math.exp(-2 * raw)) - 1
+            parts = ScoreParts(
+                cos, fts_rel, names, dates, relevance, lifecycle, importance, rep, acc,
+                kind, tier, recency, weight, raw, score,
+            )  # fmt: skip
+            out.append((row, parts, channels))
+        out.sort(key=lambda item: (-item[1].score, item[0].id))
+        return out
+
+    def _select(
+        self,
+        query: str,
+        scored: list[tuple[IndexRow, ScoreParts, list[str]]],
+        budget: int,
+        limit: int,
+        inactive_ok: bool,
+        explain: bool,
+        record_access: bool,
+    ) -> RecallResult:
+        best = next((p.score for r, p, _ in scored if inactive_ok or r.status == "active"), 0.0)
+        floor = self.weights.procedural_floor * best
+
+        def first(item: tuple[IndexRow, ScoreParts, list[str]]) -> bool:
+            return item[0].category in PROCEDURAL and item[1].score >= floor
+
+        ordered = [i for i in scored if first(i)] + [i for i in scored if not first(i)]
+        kept: list[tuple[IndexRow, ScoreParts]] = []
+        decisions: dict[str, str] = {}
+        used = 0
+        for row, parts, _ in ordered:
+            if not inactive_ok and row.status != "active":
+                decisions[row.id] = f"left out: status {row.status}"
+                continue
+            if len(kept) >= limit:
+                decisions[row.id] = "left out: top-k reached"
+                continue
+            cost = estimate_tokens(row.content)
+            if used + cost > budget:
+                decisions[row.id] = f"left out: over budget ({cost} tokens, {budget - used} left)"
+                continue
+            used += cost
+            kept.append((row, parts))
+            decisions[row.id] = "kept" + (" (relevant preference: shown first)" if first((row, parts, [])) else "")
+        memories = tuple(
+            Memory(
+                row.id, row.path, row.category, row.memory_kind, row.content, parts.score,
+                row.source_turn_ids, row.created,
+            )  # fmt: skip
+            for row, parts in kept
+        )
+        if record_access and memories:
+            self.access.record(m.id for m in memories)
+        candidates: tuple[Candidate, ...] = ()
+        if explain:
+            candidates = tuple(
+                Candidate(row, parts, decisions.get(row.id, "").startswith("kept"),
+                          decisions.get(row.id, ""), tuple(channels))
+                for row, parts, channels in scored
+            )  # fmt: skip
+        return RecallResult(query, memories, used, budget, candidates)
+
+
+def _cosine(row: IndexRow, qvec: np.ndarray) -> float:
+    if row.vector is None:
+        return 0.0
+    return float(np.dot(row.vector, qvec))
+
+
+def _tier(confidence: float) -> str:
+    if confidence >= 0.95:
+        return "explicit"
+    if confidence >= 0.70:
+        return "implied"
+    if confidence >= 0.40:
+        return "inferred"
+    return "speculative"
