@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,3 +148,42 @@ class RecallSession:
         self.recaller = Recaller(
             self.index, self.embedder, AccessLog(self.layout.access_path), cfg.recall
         )
+
+
+@contextmanager
+def serving(engine: Engine) -> Iterator[None]:
+    """While the daemon runs: answer recall on loopback and keep the index true to the folder.
+
+    The recall server shares the daemon's open model and index (the fast path); the memory
+    watcher feeds hand edits, deletions and git checkouts into the index as they happen.
+    """
+    from .access import AccessLog
+    from .memwatch import MemoryWatcher
+    from .recall import Recaller
+    from .server import RecallServer
+
+    if engine.indexer is None:
+        yield
+        return
+    recaller = Recaller(
+        engine.indexer.index,
+        engine.indexer.embedder,
+        AccessLog(engine.layout.access_path),
+        engine.cfg.recall,
+    )
+    server = RecallServer(
+        recaller,
+        engine.layout.daemon_endpoint_path,
+        host=engine.cfg.recall.host,
+        port=engine.cfg.recall.port,
+    )
+    watcher = MemoryWatcher(engine.indexer, engine.layout.memory_dir)
+    server.start()
+    try:
+        watcher.start()
+        try:
+            yield
+        finally:
+            watcher.stop()
+    finally:
+        server.stop()

@@ -92,7 +92,7 @@ def run(
     ] = None,
 ) -> None:
     """The daemon: read turns from stdin and/or watched transcripts, remember what matters."""
-    from .app import open_engine
+    from .app import open_engine, serving
     from .sources import stdin_binary
 
     watch = watch or []
@@ -102,7 +102,8 @@ def run(
     except EngramError as exc:
         raise _fail(exc) from None
     try:
-        engine.runner.run(stdin=stdin_binary() if use_stdin else None, watch=watch)
+        with serving(engine):
+            engine.runner.run(stdin=stdin_binary() if use_stdin else None, watch=watch)
     except EngramError as exc:
         raise _fail(exc) from None
     finally:

@@ -396,11 +396,19 @@ class Recaller:
                 continue
             used += cost
             kept.append((row, parts))
-            decisions[row.id] = "kept" + (" (relevant preference: shown first)" if first((row, parts, [])) else "")
+            decisions[row.id] = "kept" + (
+                " (relevant preference: shown first)" if first((row, parts, [])) else ""
+            )
         memories = tuple(
             Memory(
-                row.id, row.path, row.category, row.memory_kind, row.content, parts.score,
-                row.source_turn_ids, row.created,
+                row.id,
+                row.path,
+                row.category,
+                row.memory_kind,
+                row.content,
+                parts.score,
+                row.source_turn_ids,
+                row.created,
             )  # fmt: skip
             for row, parts in kept
         )

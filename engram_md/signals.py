@@ -189,6 +189,11 @@ _NOT_A_NOUN = (
 _NOT_A_NAME = r"(?:ok|okay|sorry|so|not|just|fine|good|glad|here|back|sure|very|really|also)"
 
 
+# "I" as a gate word, with the forms case-insensitive matching also accepts for it: the
+# dotted capital İ (case-folds to "i̇") and the dotless ı.
+_I_WORDS = "i i\u0307 \u0131"
+
+
 def _gate(groups: Iterable[str | Sequence[str]]) -> tuple[frozenset[str], ...]:
     return tuple(frozenset(g.split() if isinstance(g, str) else g) for g in groups)
 
@@ -459,7 +464,7 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
         r"(?:(?:just|also|really|still|currently|now|finally|actually|always)\s+)?"
         r"(?!going\b)[a-z]{2,}ing\b",
         _C.FACT,
-        "i",
+        _I_WORDS,
     ),
     _p(
         "self_past",
@@ -468,15 +473,17 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
         + _PAST_VERB
         + r"\b",
         _C.MOMENT,
-        "i we",
+        _I_WORDS + " we",
     ),
     _p(
         "self_have",
         _M,
         rf"\bi(?:\s+have|{_A}ve)\s+(?:got\s+)?(?:a|an|two|three|some|many|\d+)\s+\w+"
-        r"|\bmy\s+(?!(?:" + "|".join(_RELATIONS) + r")\b)\w+(?:\s+\w+)?\s+(?:is|are|was|were|has|have)\b",
+        r"|\bmy\s+(?!(?:"
+        + "|".join(_RELATIONS)
+        + r")\b)\w+(?:\s+\w+)?\s+(?:is|are|was|were|has|have)\b",
         _C.FACT,
-        "i my",
+        _I_WORDS + " my",
     ),
     _p(
         "skill",

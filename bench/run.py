@@ -1,0 +1,85 @@
+"""`make bench`: every benchmark of the project, one after the other, results to JSON.
+
+    python -m bench.run [--only NAME ...] [--out bench/results/latest.json]
+
+Parts that need the LoCoMo dev data (../shared/bench/locomo-dev.json) are skipped cleanly
+without it. The machine is small and noisy: each part reports medians and compares against a
+baseline measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from . import locomo
+
+PARTS = ("signals", "pipeline", "recall_quality", "latency")
+
+
+def _signals() -> dict[str, Any]:
+    from . import signal_bench
+
+    if not locomo.available():
+        return {"skipped": "LoCoMo dev data not found"}
+    texts = [t.text for t in locomo.turns(locomo.load())]
+    return signal_bench.run(texts)
+
+
+def _pipeline() -> dict[str, Any]:
+    from . import pipeline_bench
+
+    return pipeline_bench.run()
+
+
+def _recall_quality() -> dict[str, Any]:
+    from . import recall_bench
+    from .evidence import format_table
+
+    result = recall_bench.run()
+    if "retrievers" in result:
+        print(format_table(result), flush=True)
+    return result
+
+
+def _latency() -> dict[str, Any]:
+    from . import latency_bench
+
+    return latency_bench.run()
+
+
+RUNNERS = {
+    "signals": _signals,
+    "pipeline": _pipeline,
+    "recall_quality": _recall_quality,
+    "latency": _latency,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--only", nargs="*", choices=PARTS, default=list(PARTS))
+    parser.add_argument("--out", type=Path, default=Path("bench/results/latest.json"))
+    args = parser.parse_args()
+    results: dict[str, Any] = {
+        "started": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": {"python": platform.python_version(), "cpus": __import__("os").cpu_count()},
+    }
+    for name in args.only:
+        print(f"== {name}", flush=True)
+        start = time.perf_counter()
+        results[name] = RUNNERS[name]()
+        results[name]["bench_seconds"] = round(time.perf_counter() - start, 1)
+        print(json.dumps(results[name], indent=2)[:4000], flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"results written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
