@@ -396,6 +396,17 @@ def _ms_stats(samples_s: Sequence[float]) -> dict[str, float]:
     }
 
 
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _load() -> float:
+    """The one-minute load average: on a shared machine, the context every figure needs."""
+    return round(os.getloadavg()[0], 2)
+
+
 def _env() -> dict[str, str]:
     """The environment of every child: no LLM, no config file, no inherited folders."""
     return {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ENGRAM_"))}
@@ -445,15 +456,19 @@ def _in_process(
     try:
         for query in warmup:
             session.recaller.recall(query, record_access=False)
-        samples = []
+        samples, cpu = [], []
         for query in queries:
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             session.recaller.recall(query, record_access=False)
             samples.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
     finally:
         del session
         gc.collect()
-    return _ms_stats(samples), opened
+    stats = _ms_stats(samples)
+    # CPU time of all this process's threads: less sensitive than wall time to other load.
+    stats["cpu_p50"] = round(statistics.median(cpu) * 1000, 2)
+    return stats, opened
 
 
 def _wait_for_daemon(proc: subprocess.Popen[bytes], endpoint_path: Path, log: Path) -> Any:
@@ -514,11 +529,15 @@ def _through_daemon(
                 for query in warmup:
                     client.recall(query)
                 samples = []
+                cpu0 = _cpu_s(proc.pid)
                 for query in queries:
                     t0 = time.perf_counter()
                     client.recall(query)
                     samples.append(time.perf_counter() - t0)
+                cpu = _cpu_s(proc.pid) - cpu0
             out["daemon_ms"] = _ms_stats(samples)
+            # The daemon's own CPU per answer (clock-tick resolution, so a mean over all).
+            out["daemon_ms"]["cpu_mean"] = round(cpu * 1000 / len(queries), 2)
 
             t0 = time.perf_counter()
             result = subprocess.run(
@@ -549,15 +568,22 @@ def _through_daemon(
     return out
 
 
-def run_size(n: int, queries: int = 200) -> dict[str, Any]:
-    """Every figure for one folder size; the folder is deleted afterwards."""
+def run_size(n: int, queries: int = 200, *, keep: Path | None = None) -> dict[str, Any]:
+    """Every figure for one folder size.
+
+    The folders live in a temporary directory that is deleted afterwards, or under
+    ``keep/<n>`` and left there (to profile against the same index later).
+    """
     pool = make_queries(WARMUP + queries + 1 + BATCH_QUERIES)
     warmup, timed = pool[:WARMUP], pool[WARMUP : WARMUP + queries]
     single, batch = pool[WARMUP + queries], pool[WARMUP + queries + 1 :]
     with tempfile.TemporaryDirectory(prefix="engram-latency-", dir="/tmp") as tmp:
-        root = Path(tmp)
+        root = Path(tmp) if keep is None else keep / str(n)
+        if keep is not None:
+            shutil.rmtree(root, ignore_errors=True)
+            root.mkdir(parents=True)
         memory_dir, state_dir = root / "memory", root / "state"
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = {"load_before": _load()}
 
         t0 = time.perf_counter()
         written = write_facts(memory_dir, n)
@@ -586,14 +612,17 @@ def run_size(n: int, queries: int = 200) -> dict[str, Any]:
             shutil.rmtree(cache)
             shutil.move(cache_copy, cache)
         out.update(_through_daemon(root, memory_dir, state_dir, warmup, timed, single, batch))
+        out["load_after"] = _load()
         return out
 
 
-def run(sizes: Sequence[int] = (10_000, 100_000), queries: int = 200) -> dict[str, Any]:
+def run(
+    sizes: Sequence[int] = (10_000, 100_000), queries: int = 200, *, keep: Path | None = None
+) -> dict[str, Any]:
     """Figures per folder size, keyed by the size as a string (JSON object keys)."""
     results: dict[str, Any] = {}
     for n in sizes:
-        results[str(n)] = run_size(n, queries)
+        results[str(n)] = run_size(n, queries, keep=keep)
         print(f"latency bench, {n} memories: {json.dumps(results[str(n)])}", file=sys.stderr)
     return results
 
@@ -602,8 +631,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="Build the folders under KEEP/<size>; keep them."
+    )
     args = parser.parse_args(argv)
-    print(json.dumps(run(args.sizes, args.queries), indent=2))
+    print(json.dumps(run(args.sizes, args.queries, keep=args.keep), indent=2))
     return 0
 
 

@@ -340,7 +340,6 @@ def reindex() -> None:
         layout.ensure()
         with WriterLock(layout.lock_path, memory_dir=layout.memory_dir):
             store = MemoryStore.open(layout)
-            store.rebuild_hashes()
             embedder = open_embedder(cfg, layout)
             indexer = Indexer.open(cfg, layout, store, embedder, reconcile=False)
             with Progress(
@@ -363,7 +362,7 @@ def reindex() -> None:
         err.print(f"engram-md: skipped {problem}", markup=False)
     err.print(
         f"engram-md: indexed {report.added + report.updated + report.unchanged} memories"
-        + (f", {len(report.broken)} unreadable file(s) skipped" if report.broken else ""),
+        + (f", {len(report.broken)} file(s) skipped (listed above)" if report.broken else ""),
         markup=False,
     )
 

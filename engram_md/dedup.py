@@ -8,6 +8,7 @@ treated as absent (the folder is the truth).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -18,6 +19,8 @@ class HashIndex:
     def __init__(self, path: Path, entries: dict[str, str]) -> None:
         self.path = path
         self._entries = entries
+        # The pipeline thread adds while the memory watcher's thread may rewrite the file.
+        self._lock = threading.RLock()
 
     @classmethod
     def load(cls, path: Path) -> HashIndex | None:
@@ -41,29 +44,33 @@ class HashIndex:
         return index
 
     def save(self) -> None:
-        body = "".join(f"{digest} {rel}\n" for digest, rel in sorted(self._entries.items()))
-        atomic_write_text(self.path, body)
+        with self._lock:
+            body = "".join(f"{digest} {rel}\n" for digest, rel in sorted(self._entries.items()))
+            atomic_write_text(self.path, body)
 
     def lookup(self, digest: str) -> str | None:
         return self._entries.get(digest)
 
     def add(self, digest: str, rel: str) -> None:
-        if self._entries.get(digest) == rel:
-            return
-        self._entries[digest] = rel
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, f"{digest} {rel}\n".encode())
-        finally:
-            os.close(fd)
+        with self._lock:
+            if self._entries.get(digest) == rel:
+                return
+            self._entries[digest] = rel
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, f"{digest} {rel}\n".encode())
+            finally:
+                os.close(fd)
 
     def remove(self, digest: str) -> None:
-        if self._entries.pop(digest, None) is not None:
-            self.save()
+        with self._lock:
+            if self._entries.pop(digest, None) is not None:
+                self.save()
 
     def items(self) -> list[tuple[str, str]]:
-        return sorted(self._entries.items())
+        with self._lock:
+            return sorted(self._entries.items())
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -8,13 +8,28 @@ Tests plug fakes into the same seam.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from .models import CandidateFact, Turn
 
 
+@dataclass(frozen=True, slots=True)
+class Discard:
+    """Something an extractor chose not to keep, so telemetry can say what and why."""
+
+    turn_ids: tuple[str, ...]
+    reason: str
+    preview: str = ""
+
+
 class Extractor(Protocol):
     name: str
+
+    @property
+    def last_discarded(self) -> Sequence[Discard]:
+        """What the last extract() call left out (low importance, trivial…), for telemetry."""
+        ...
 
     def extract(self, turns: Sequence[Turn], speakers: Mapping[str, str]) -> list[CandidateFact]:
         """Candidate facts for one session's turns, in order.

@@ -234,6 +234,8 @@ class Indexer:
         self._snapshot: tuple[np.ndarray, int] | None = None
         self._snapshot_loaded = False
         self._centroid_path = layout.state_dir / "centroid.npz"
+        # Facts written during the current batch, indexed together at batch_done().
+        self._queued: dict[str, tuple[Path, Fact]] = {}
 
     @classmethod
     def open(
@@ -256,7 +258,7 @@ class Indexer:
         return indexer
 
     def close(self) -> None:
-        pass
+        self.flush()
 
     # ------------------------------------------------------------ reconcile
     def reconcile(self, progress: Progress | None = None, *, full: bool = False) -> ReconcileReport:
@@ -497,37 +499,62 @@ class Indexer:
 
     # ------------------------------------------------------------ writes
     def upsert_fact(self, path: Path, fact: Fact, *, new: bool) -> None:
-        """Index a fact file the caller just wrote.
+        """Queue a fact file the caller just wrote; it is indexed at :meth:`batch_done`.
 
-        ``new`` says whether the file was just created; the index itself is what counts,
-        though (the watcher may have indexed the file a moment earlier), so an existing row
+        One LanceDB write and one batched embedding per extraction batch instead of one per
+        fact: the per-write cost dominates ingest otherwise. Exact duplicates within a batch
+        are caught before this (the hash index); a near-duplicate check sees every earlier
+        batch. ``new`` says whether the file was just created; the index itself is what
+        counts (the watcher may have indexed the file a moment earlier), so an existing row
         is always replaced, never counted twice.
         """
         with self._lock:
-            rel = self._rel(path)
-            if rel is None:
-                raise ValueError(f"{path} is not inside the memory folder")
-            row = _row(rel, fact, stat_mtime(path))
-            old = self._fact_rows([fact.id]).get(fact.id)
-            if old is not None and old.content_hash == fact.content_hash:
-                vector = old.vector
-            else:
-                vector = self.embedder.embed([fact.content])[0]
-            row = replace(row, vector=vector)
-            self.index.upsert([row])
+            self._queued[fact.id] = (path, fact)
+
+    def flush(self) -> None:
+        """Index every queued fact now (one embedding batch, one write)."""
+        with self._lock:
+            queued = list(self._queued.values())
+            self._queued.clear()
+            if not queued:
+                return
+            olds = self._fact_rows([fact.id for _, fact in queued])
+            fresh = [
+                fact.content
+                for _, fact in queued
+                if (old := olds.get(fact.id)) is None or old.content_hash != fact.content_hash
+            ]
+            vectors = dict(zip(fresh, self.embedder.embed(fresh), strict=True)) if fresh else {}
+            rows = []
+            step = _Pass()
             by_path = self._path_map()
-            if old is not None and old.path != rel and by_path.get(old.path) == old.id:
-                del by_path[old.path]
-            by_path[rel] = fact.id
-            self._shift(
-                minus=[old.vector] if old is not None and old.vector is not None else [],
-                plus=[vector] if vector is not None else [],
-            )
-            if old is None or old.path != rel or old.content_hash != fact.content_hash:
-                step = _Pass()
-                step.new_rows.append(row)
-                if old is not None:
-                    step.removed_rows.append(old)
+            minus: list[np.ndarray] = []
+            plus: list[np.ndarray] = []
+            for path, fact in queued:
+                rel = self._rel(path)
+                if rel is None:
+                    raise ValueError(f"{path} is not inside the memory folder")
+                old = olds.get(fact.id)
+                if old is not None and old.content_hash == fact.content_hash:
+                    vector = old.vector
+                else:
+                    vector = vectors[fact.content]
+                row = replace(_row(rel, fact, stat_mtime(path)), vector=vector)
+                rows.append(row)
+                if old is not None and old.path != rel and by_path.get(old.path) == old.id:
+                    del by_path[old.path]
+                by_path[rel] = fact.id
+                if old is not None and old.vector is not None:
+                    minus.append(old.vector)
+                if vector is not None:
+                    plus.append(vector)
+                if old is None or old.path != rel or old.content_hash != fact.content_hash:
+                    step.new_rows.append(row)
+                    if old is not None:
+                        step.removed_rows.append(old)
+            self.index.upsert(rows)
+            self._shift(minus=minus, plus=plus)
+            if step.new_rows or step.removed_rows:
                 self._fix_hashes(step)
 
     def remove(self, ids: Iterable[str]) -> None:
@@ -549,6 +576,7 @@ class Indexer:
         one, so a batch redone after a crash scores its episodes exactly as the first try did.
         """
         with self._lock:
+            self.flush()
             self._load_snapshot()
             self._publish(force=False)
 

@@ -25,6 +25,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from .config import LLMConfig
 from .errors import LLMOutputError, LLMUnavailable
+from .extractor import Discard
 from .models import CandidateFact, Category, Role, Source, Turn
 from .paths import safe_slug
 from .prompts import ENTITY_TYPES, PRIORITY, SCHEMA, SYSTEM_PROMPT, user_prompt
@@ -303,6 +304,7 @@ class LLMExtractor:
     """The :class:`~engram_md.extractor.Extractor` backed by an OpenAI-compatible endpoint."""
 
     name = "llm"
+    last_discarded: tuple[Discard, ...] = ()
 
     def __init__(
         self,

@@ -35,6 +35,7 @@ from .config import OfflineConfig
 from .dates import resolve_relative_dates
 from .embeddings import Embedder
 from .errors import EmbeddingError
+from .extractor import Discard
 from .models import CandidateFact, Category, Level, MemoryKind, Role, Source, Turn
 from .paths import safe_slug
 from .prompts import PRIORITY
@@ -503,11 +504,13 @@ class OfflineExtractor:
         self._scanner = scanner
         self._embedder = embedder
         self._existing_centroid = existing_centroid
+        self.last_discarded: list[Discard] = []
 
     # ---- public ----------------------------------------------------------------------
 
     def extract(self, turns: Sequence[Turn], speakers: Mapping[str, str]) -> list[CandidateFact]:
         """Candidate facts, then episodes, for ``turns``; ``speakers`` maps turn id → name."""
+        self.last_discarded = []
         people = [t for t in turns if _is_person(t)]
         known_people = self._known_people(turns, speakers)
         listeners = self._listeners(turns, speakers)
@@ -529,6 +532,8 @@ class OfflineExtractor:
                     units.append(
                         (turn.session, _Unit(f"{name}: {text}", turn.id, turn.timestamp, name))
                     )
+                else:
+                    self.last_discarded.append(Discard((turn.id,), "trivial", text[:80]))
         return facts + self._episodes(units, known_people)
 
     # ---- speakers --------------------------------------------------------------------
@@ -667,9 +672,14 @@ class OfflineExtractor:
             pieces = [p for u in session_units for p in self._split_long(u)]
             chunks.extend((session, c) for c in self._merge_short(pieces))
         speaker_names = {u.speaker for _, u in units}
-        chunks = [
-            (s, c) for s, c in chunks if not _is_trivial(c.text, ignore=_name_words(speaker_names))
-        ]
+        kept_chunks = []
+        for session, chunk in chunks:
+            if _is_trivial(chunk.text, ignore=_name_words(speaker_names)):
+                ids = tuple(dict.fromkeys(u.turn_id for u in chunk.units))
+                self.last_discarded.append(Discard(ids, "trivial", chunk.text[:80]))
+            else:
+                kept_chunks.append((session, chunk))
+        chunks = kept_chunks
         if not chunks:
             return []
         novelty = self._novelty([c.text for _, c in chunks])
@@ -679,6 +689,9 @@ class OfflineExtractor:
             salience = _salience(chunk.text, speaker_names, speakers_in)
             importance = round(nov * 0.6 + salience * 0.4, 2)
             if importance < self._cfg.min_importance:
+                ids = tuple(dict.fromkeys(u.turn_id for u in chunk.units))
+                reason = f"low_importance_{importance:.2f}"
+                self.last_discarded.append(Discard(ids, reason, chunk.text[:80]))
                 continue
             turn_ids = tuple(dict.fromkeys(u.turn_id for u in chunk.units))
             out.append(

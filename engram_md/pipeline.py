@@ -170,6 +170,16 @@ class Pipeline:
             self.buffer.hold(batch.session)
             return False
         self.stats.extractions += 1
+        for dropped in self.extractor.last_discarded:
+            self.stats.facts_discarded += 1
+            self.actions.record(
+                "discard",
+                "applied",
+                dropped.reason,
+                turns=list(dropped.turn_ids),
+                session=batch.session,
+                preview=dropped.preview,
+            )
         if not candidates and any(
             self.scanner.scan(t.content).level is Level.HIGH for t in batch.turns if _is_person(t)
         ):

@@ -120,6 +120,7 @@ def indexer_of(eng: Engine) -> Indexer:
 def store_like_the_pipeline(eng: Engine, item: Fact) -> Path:
     path = eng.store.write_new(item)
     indexer_of(eng).upsert_fact(path, item, new=True)
+    indexer_of(eng).batch_done()  # the pipeline ends every batch this way
     return path
 
 

@@ -102,6 +102,7 @@ def written(eng: Engine, item: Fact) -> Path:
     assert eng.indexer is not None
     path = eng.store.write_new(item)
     eng.indexer.upsert_fact(path, item, new=True)
+    eng.indexer.batch_done()
     return path
 
 
