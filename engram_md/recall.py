@@ -2,22 +2,23 @@
 
     query -> embed -> vector candidates + full-text candidates (one pool)
           -> status filter (inactive memories only when asked)
-          -> relevance: cosine, lifted by full-text agreement, names and dates of the query
+          -> relevance: cosine and BM25 fused by score, lifted by the query's names and
+             dates, then by the strong hits a memory was told next to (neighbours)
           -> lifecycle adjustment -> seed-001 score (importance, repetition, access, kind,
              tier, recency, sigmoid)
           -> relevant preferences and procedures first, then by score
+          -> leave out what repeats a kept memory (same source turns, or near-identical)
           -> cut to the budget (a token is 4 characters of content, rounded up)
 
 Every number that shapes the ranking lives in :class:`Weights`, so `explain` can show each
-part and nothing is tuned to particular questions.
-"""
+part and nothing is tuned to particular questions."""
 
 from __future__ import annotations
 
 import calendar
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -28,8 +29,10 @@ from .access import ACTIVATION_BOOST, AccessLog
 from .config import RecallConfig
 from .dates import parse_absolute_dates
 from .embeddings import Embedder
-from .index import Hit, IndexRow, MemoryIndex
+from .index import IndexRow, MemoryIndex
+from .neighbors import neighbour_support
 
+DEDUP_TURNS = True
 ACTIVE = "status = 'active'"
 # Categories that tell the agent how to behave: shown first when relevant.
 PROCEDURAL = frozenset({"preference", "principle", "skill"})
@@ -43,14 +46,18 @@ def estimate_tokens(text: str) -> int:
 @dataclass(frozen=True)
 class Weights:
     candidates_per_channel: int = 200
-    # Relevance from the two channels: reciprocal-rank fusion (rank-based, robust to score
-    # scales) blended with the cosine, so strong semantic matches keep their edge.
-    rrf_k: float = 60.0
-    rrf_share: float = 1.0  # relevance = rrf_share * rrf_norm + (1 - rrf_share) * lifted cosine
-    fts_lift: float = 0.3  # relevance *= 1 + fts_lift * fts_rel * gate  (seed 001 dual-hit)
-    fts_gate_cosine: float = 0.45  # full-text agreement counts fully from this cosine up
-    name_lift: float = 0.25  # per share of the query's names the memory carries
-    date_lift: float = 0.2  # memory falls in a date range the query names
+    # Relevance fuses the two channels by score: a share of the cosine plus a share of the
+    # BM25 score relative to the best in the pool. Scores rather than ranks, so a memory that
+    # matches only a common word (a name every memory carries) is not lifted just by ranking
+    # high on that word, and relevance keeps a meaning of its own for the thresholds below.
+    cosine_share: float = 0.6
+    name_lift: float = 0.25  # relevance *= 1 + name_lift * share of the query's names carried
+    date_lift: float = 0.2  # relevance *= 1 + date_lift when the memory falls in a named range
+    # Neighbours: relevance += neighbour_share * relevance of the best of the strongest
+    # `neighbour_hits` memories told in the same session within the window.
+    neighbour_share: float = 0.1
+    neighbour_hits: int = 5
+    neighbour_window_minutes: float = 30.0
     lifecycle: dict[str, float] = field(
         default_factory=lambda: {
             "active": 1.05,
@@ -74,7 +81,13 @@ class Weights:
     recency_half_life_hours: float = 168.0
     weight_factor: float = 0.4  # seed 001: raw = relevance * (1 + 0.4 weight + 0.2 recency)
     recency_factor: float = 0.2
-    procedural_floor: float = 0.5  # a preference goes first only if score >= floor * best
+    # A preference or procedure goes first only when it is about the query: its relevance is
+    # at least this share of the best relevance. Ranking by score alone would let every
+    # preference in, since the kind bias lifts them all.
+    procedural_floor: float = 0.85
+    # Two memories this close in meaning say the same thing: the second costs budget and
+    # adds nothing. Likewise a memory whose source turns were all shown already.
+    duplicate_cosine: float = 0.95
 
 
 WEIGHTS = Weights()
@@ -82,10 +95,13 @@ WEIGHTS = Weights()
 
 @dataclass(frozen=True)
 class ScoreParts:
+    """Every number behind one memory's score, in the order they are computed."""
+
     cosine: float
-    fts_rel: float
+    fts_rel: float  # BM25 score / best BM25 score in the pool
     name_match: float
     date_match: float
+    neighbour: float  # relevance of the strong hit this memory was told next to
     relevance: float
     lifecycle: float
     importance: float
@@ -173,11 +189,15 @@ class RecallResult:
                     "kept": c.kept,
                     "reason": c.reason,
                     "channels": list(c.channels),
-                    "parts": {k: round(v, 4) for k, v in asdict(c.parts).items()},
+                    "parts": {k: round(getattr(c.parts, k), 4) for k in _PART_NAMES},
                 }
                 for c in self.candidates
             ],
         }
+
+
+# Read once: explain walks these per candidate instead of deep-copying via asdict.
+_PART_NAMES = tuple(f.name for f in fields(ScoreParts))
 
 
 # ---------------------------------------------------------------- the query
@@ -227,13 +247,21 @@ def query_features(query: str) -> QueryFeatures:
     return QueryFeatures(tuple(dict.fromkeys(names)), tuple(ranges))
 
 
-def _name_match(row: IndexRow, names: Sequence[str]) -> float:
+def _name_pattern(names: Sequence[str]) -> regex.Pattern[str] | None:
+    """One pattern for all of the query's names, compiled once per query."""
     if not names:
+        return None
+    alternatives = "|".join(regex.escape(n) for n in sorted(names, key=len, reverse=True))
+    return regex.compile(rf"\b(?:{alternatives})\b")
+
+
+def _name_match(row: IndexRow, names: Sequence[str], pattern: regex.Pattern[str] | None) -> float:
+    """Share of the query's names the memory carries: as speaker, entity or in its words."""
+    if not names or pattern is None:
         return 0.0
-    text = row.content.casefold()
     carried = {e.split("-", 1)[-1] for e in row.entities} | {row.speaker.casefold()}
-    hits = sum(1 for n in names if n in carried or regex.search(rf"\b{regex.escape(n)}\b", text))
-    return hits / len(names)
+    found = set(pattern.findall(row.content.casefold()))
+    return sum(1 for n in names if n in carried or n in found) / len(names)
 
 
 def _date_match(row: IndexRow, ranges: Sequence[tuple[date, date]]) -> float:
@@ -295,58 +323,56 @@ class Recaller:
         return self._select(query, scored, budget, limit, inactive_ok, explain, record_access)
 
     # ------------------------------------------------------------ stages
-    def _candidates(
-        self, query: str, where: str | None
-    ) -> dict[str, tuple[IndexRow, float, float, list[str]]]:
-        """id -> (row, cosine, bm25, channels) from both channels; ranks kept for fusion."""
+    def _candidates(self, query: str, where: str | None) -> list[_Pooled]:
+        """Both channels' candidates, once each: cosine for all, BM25 where the text matched."""
         k = self.weights.candidates_per_channel
         qvec = self.embedder.embed([query])[0]
-        pool: dict[str, tuple[IndexRow, float, float, list[str]]] = {}
-        self._ranks: dict[str, float] = {}
-        rrf_k = self.weights.rrf_k
-        vector_hits = self.index.vector_search(qvec, k, where=where)
-        text_hits: list[Hit] = self.index.text_search(query, k, where=where)
-        for rank, hit in enumerate(vector_hits):
-            self._ranks[hit.row.id] = self._ranks.get(hit.row.id, 0.0) + 1 / (rrf_k + rank + 1)
-        for rank, hit in enumerate(text_hits):
-            self._ranks[hit.row.id] = self._ranks.get(hit.row.id, 0.0) + 1 / (rrf_k + rank + 1)
-        for hit in vector_hits:
-            pool[hit.row.id] = (hit.row, hit.score, 0.0, ["vector"])
-        for hit in text_hits:
-            if hit.row.id in pool:
-                row, cos, _, channels = pool[hit.row.id]
-                pool[hit.row.id] = (row, cos, hit.score, [*channels, "text"])
+        pool: dict[str, _Pooled] = {}
+        for hit in self.index.vector_search(qvec, k, where=where):
+            pool[hit.row.id] = _Pooled(hit.row, hit.score, 0.0, ["vector"])
+        for hit in self.index.text_search(query, k, where=where):
+            found = pool.get(hit.row.id)
+            if found is None:
+                pool[hit.row.id] = _Pooled(hit.row, _cosine(hit.row, qvec), hit.score, ["text"])
             else:
-                cos = _cosine(hit.row, qvec)
-                pool[hit.row.id] = (hit.row, cos, hit.score, ["text"])
-        return pool
+                found.bm25 = hit.score
+                found.channels.append("text")
+        return list(pool.values())
 
     def _score(
-        self, query: str, pool: dict[str, tuple[IndexRow, float, float, list[str]]]
+        self, query: str, pool: list[_Pooled]
     ) -> list[tuple[IndexRow, ScoreParts, list[str]]]:
         w = self.weights
         features = query_features(query)
-        best_bm25 = max((bm25 for _, _, bm25, _ in pool.values()), default=0.0) or 1.0
+        pattern = _name_pattern(features.names)
+        best_bm25 = max((c.bm25 for c in pool), default=0.0) or 1.0
+        # Relevance before neighbours: fused channels, lifted by the query's names and dates.
+        base: list[float] = []
+        matches: list[tuple[float, float, float]] = []
+        for c in pool:
+            fts_rel = c.bm25 / best_bm25
+            names = _name_match(c.row, features.names, pattern)
+            dates = _date_match(c.row, features.ranges)
+            fused = w.cosine_share * max(0.0, c.cosine) + (1 - w.cosine_share) * fts_rel
+            base.append(fused * (1 + w.name_lift * names) * (1 + w.date_lift * dates))
+            matches.append((fts_rel, names, dates))
+        support = neighbour_support(
+            [(c.row.session, c.row.created) for c in pool],
+            base,
+            strong=w.neighbour_hits if w.neighbour_share else 0,
+            window=timedelta(minutes=w.neighbour_window_minutes),
+        )
         accesses = self.access.counts()
-        now = max((row.created for row, _, _, _ in pool.values()), default=datetime.now(UTC))
+        now = max((c.row.created for c in pool), default=datetime.now(UTC))
         out = []
-        for row, cos, bm25, channels in pool.values():
-            cos = max(0.0, cos)
-            fts_rel = bm25 / best_bm25
-            gate = min(1.0, cos / w.fts_gate_cosine) if w.fts_gate_cosine else 1.0
-            names = _name_match(row, features.names)
-            dates = _date_match(row, features.ranges)
-            lifted = cos * (1 + w.fts_lift * fts_rel * gate)
-            rrf = self._ranks.get(row.id, 0.0) * (w.rrf_k + 1) / 2  # 1.0 = first in both
-            relevance = w.rrf_share * rrf + (1 - w.rrf_share) * lifted
-            relevance *= 1 + w.name_lift * names
-            relevance *= 1 + w.date_lift * dates
+        for c, rel, (fts_rel, names, dates), nb in zip(pool, base, matches, support, strict=True):
+            row = c.row
             lifecycle = w.lifecycle.get(row.lifecycle_state, 1.0)
-            relevance *= lifecycle
-            access = row.access_count + accesses.get(row.id, 0)
-            importance = min(1.0, row.importance + ACTIVATION_BOOST * accesses.get(row.id, 0))
+            relevance = (rel + w.neighbour_share * nb) * lifecycle
+            recent = accesses.get(row.id, 0)
+            importance = min(1.0, row.importance + ACTIVATION_BOOST * recent)
             rep = min(0.7, 0.17 * math.log1p(row.confirmations))
-            acc = min(0.55, 0.12 * math.log1p(access))
+            acc = min(0.55, 0.12 * math.log1p(row.access_count + recent))
             kind_key = "procedural" if row.category in PROCEDURAL else row.memory_kind
             kind = w.kind_bias.get(kind_key, 0.0)
             tier = w.tier_bias.get(_tier(row.confidence), 0.0)
@@ -356,10 +382,10 @@ class Recaller:
             raw = relevance * (1 + w.weight_factor * weight + w.recency_factor * recency)
             score = 2 / (1 + math.exp(-2 * raw)) - 1
             parts = ScoreParts(
-                cos, fts_rel, names, dates, relevance, lifecycle, importance, rep, acc,
+                c.cosine, fts_rel, names, dates, nb, relevance, lifecycle, importance, rep, acc,
                 kind, tier, recency, weight, raw, score,
             )  # fmt: skip
-            out.append((row, parts, channels))
+            out.append((row, parts, c.channels))
         out.sort(key=lambda item: (-item[1].score, item[0].id))
         return out
 
@@ -373,14 +399,22 @@ class Recaller:
         explain: bool,
         record_access: bool,
     ) -> RecallResult:
-        best = next((p.score for r, p, _ in scored if inactive_ok or r.status == "active"), 0.0)
-        floor = self.weights.procedural_floor * best
+        w = self.weights
+        best = max(
+            (p.relevance for r, p, _ in scored if inactive_ok or r.status == "active"),
+            default=0.0,
+        )
+        floor = w.procedural_floor * best
 
-        def first(item: tuple[IndexRow, ScoreParts, list[str]]) -> bool:
-            return item[0].category in PROCEDURAL and item[1].score >= floor
+        def first(row: IndexRow, parts: ScoreParts) -> bool:
+            return row.category in PROCEDURAL and parts.relevance >= floor
 
-        ordered = [i for i in scored if first(i)] + [i for i in scored if not first(i)]
+        ordered = [i for i in scored if first(i[0], i[1])] + [
+            i for i in scored if not first(i[0], i[1])
+        ]
         kept: list[tuple[IndexRow, ScoreParts]] = []
+        kept_vectors = np.empty((limit, self.index.dim), dtype=np.float32)
+        shown_turns: set[str] = set()
         decisions: dict[str, str] = {}
         used = 0
         for row, parts, _ in ordered:
@@ -394,10 +428,23 @@ class Recaller:
             if used + cost > budget:
                 decisions[row.id] = f"left out: over budget ({cost} tokens, {budget - used} left)"
                 continue
+            if DEDUP_TURNS and row.source_turn_ids and shown_turns.issuperset(row.source_turn_ids):
+                decisions[row.id] = "left out: its source turns are all in kept memories"
+                continue
+            if kept and row.vector is not None:
+                closest = float(np.max(kept_vectors[: len(kept)] @ row.vector))
+                if closest >= w.duplicate_cosine:
+                    decisions[row.id] = f"left out: near-duplicate of a kept memory ({closest:.2f})"
+                    continue
+            if row.vector is not None:
+                kept_vectors[len(kept)] = row.vector
+            else:
+                kept_vectors[len(kept)] = 0.0
             used += cost
             kept.append((row, parts))
+            shown_turns.update(row.source_turn_ids)
             decisions[row.id] = "kept" + (
-                " (relevant preference: shown first)" if first((row, parts, [])) else ""
+                " (relevant preference: shown first)" if first(row, parts) else ""
             )
         memories = tuple(
             Memory(
@@ -422,6 +469,16 @@ class Recaller:
                 for row, parts, channels in scored
             )  # fmt: skip
         return RecallResult(query, memories, used, budget, candidates)
+
+
+@dataclass(slots=True)
+class _Pooled:
+    """A candidate while the pool is gathered (mutable: the text channel adds its score)."""
+
+    row: IndexRow
+    cosine: float
+    bm25: float
+    channels: list[str]
 
 
 def _cosine(row: IndexRow, qvec: np.ndarray) -> float:

@@ -1,0 +1,178 @@
+"""The pipeline's own rules, with a fake extractor plugged into the seam."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from engram_md.app import Engine, open_engine
+from engram_md.config import load_config
+from engram_md.errors import LLMOutputError
+from engram_md.extractor import Discard
+from engram_md.factfile import read_fact
+from engram_md.models import CandidateFact, Category, Role, Source, Turn
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+class ScriptedExtractor:
+    """Turns every user turn into one candidate whose text is the turn's content."""
+
+    name = "scripted"
+
+    def __init__(self, confidence: float = 0.95) -> None:
+        self.confidence = confidence
+        self.calls: list[list[str]] = []
+        self.fail_next = 0
+        self.last_discarded: list[Discard] = []
+
+    def extract(self, turns: Sequence[Turn], speakers: Mapping[str, str]) -> list[CandidateFact]:
+        self.calls.append([t.id for t in turns])
+        if self.fail_next:
+            self.fail_next -= 1
+            raise LLMOutputError("junk answer")
+        return [
+            CandidateFact(
+                category=Category.PREFERENCE,
+                content=t.content,
+                confidence=self.confidence,
+                source_turn_ids=(t.id,),
+                session=t.session,
+                created=t.timestamp,
+                source=Source.EXTRACTION,
+            )
+            for t in turns
+            if t.role is Role.USER
+        ]
+
+
+def turn(i: int, text: str, minutes: int = 0) -> Turn:
+    return Turn(f"t{i}", "s1", Role.USER, text, T0 + timedelta(minutes=minutes or i))
+
+
+@pytest.fixture
+def engine_for(tmp_path: Path) -> Iterator:  # type: ignore[type-arg]
+    opened: list[Engine] = []
+
+    def make(extractor: ScriptedExtractor) -> Engine:
+        cfg = load_config(
+            None,
+            env={},
+            overrides={"memory_dir": tmp_path / "memory", "state_dir": tmp_path / "state"},
+        )
+        engine = open_engine(cfg, extractor=extractor, with_index=False)
+        opened.append(engine)
+        return engine
+
+    yield make
+    for engine in opened:
+        try:
+            engine.close()
+        except Exception:
+            pass
+
+
+def facts(engine: Engine) -> list[Path]:
+    return sorted(engine.layout.facts_dir.rglob("*.md"))
+
+
+def actions(engine: Engine) -> list[dict]:  # type: ignore[type-arg]
+    path = engine.layout.actions_path
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_a_restated_fact_confirms_instead_of_writing_again(engine_for) -> None:  # type: ignore[no-untyped-def]
+    engine = engine_for(ScriptedExtractor())
+    engine.pipeline.receive(turn(1, "I prefer tea over coffee."))
+    engine.pipeline.receive(turn(2, "I prefer  tea over coffee!"))  # same normalized text
+    engine.pipeline.flush()
+    (path,) = facts(engine)
+    fact = read_fact(path)
+    assert fact.confirmations == 1
+    assert fact.source_turn_ids == ("t1", "t2")
+    assert fact.last_confirmed == T0 + timedelta(minutes=2)
+    assert [a["action"] for a in actions(engine)].count("update_note") == 1
+
+
+def test_a_speculative_fact_expires_unless_confirmed(engine_for) -> None:  # type: ignore[no-untyped-def]
+    engine = engine_for(ScriptedExtractor(confidence=0.3))
+    engine.pipeline.receive(turn(1, "Maybe I like jazz."))
+    engine.pipeline.flush()
+    (path,) = facts(engine)
+    first = read_fact(path)
+    assert first.confidence_tier.value == "speculative"
+    assert first.expires_at == first.created + timedelta(days=30)
+    engine.pipeline.receive(turn(2, "Maybe I like jazz."))
+    engine.pipeline.flush()
+    again = read_fact(path)
+    assert again.expires_at is None and again.confirmations == 1
+
+
+def test_reprocessing_the_same_turns_changes_nothing(engine_for) -> None:  # type: ignore[no-untyped-def]
+    engine = engine_for(ScriptedExtractor())
+    engine.pipeline.receive(turn(1, "I always use tabs."))
+    engine.pipeline.flush()
+    (path,) = facts(engine)
+    before = path.read_bytes()
+    # The same candidate again from the same turn (a batch redone after a crash).
+    engine.pipeline._store(
+        CandidateFact(Category.PREFERENCE, "I always use tabs.", 0.95, ("t1",), "s1", T0)
+    )
+    assert path.read_bytes() == before
+
+
+def test_a_failed_extraction_keeps_the_turns_and_the_flush_retries(engine_for) -> None:  # type: ignore[no-untyped-def]
+    extractor = ScriptedExtractor()
+    extractor.fail_next = 2
+    engine = engine_for(extractor)
+    engine.pipeline.receive(turn(1, "I never deploy on Fridays."))
+    engine.pipeline.flush()  # attempt 1 and 2 fail, attempt 3 succeeds
+    assert len(facts(engine)) == 1
+    assert engine.pipeline.journal.pending == []
+
+
+def test_turns_survive_an_extractor_that_keeps_failing(engine_for, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    extractor = ScriptedExtractor()
+    extractor.fail_next = 100
+    engine = engine_for(extractor)
+    engine.pipeline.receive(turn(1, "I never deploy on Fridays."))
+    assert engine.pipeline.flush() is False
+    engine.close()
+    # A new run picks the turn up from the journal.
+    healthy = engine_for(ScriptedExtractor())
+    healthy.pipeline.flush()
+    assert len(facts(healthy)) == 1
+
+
+def test_high_signal_extracts_at_once_and_low_ones_wait(engine_for) -> None:  # type: ignore[no-untyped-def]
+    extractor = ScriptedExtractor()
+    engine = engine_for(extractor)
+    engine.pipeline.receive(turn(1, "The weather is mild."))
+    assert extractor.calls == []
+    engine.pipeline.receive(turn(2, "From now on, answer in French."))
+    assert extractor.calls == [["t1", "t2"]]
+
+
+def test_discards_are_recorded_with_their_reason(engine_for) -> None:  # type: ignore[no-untyped-def]
+    extractor = ScriptedExtractor()
+    extractor.last_discarded = [Discard(("t1",), "trivial", "ok")]
+    engine = engine_for(extractor)
+    engine.pipeline.receive(turn(1, "ok thanks"))
+    engine.pipeline.flush()
+    reasons = [a["reason"] for a in actions(engine) if a["action"] == "discard"]
+    assert "trivial" in reasons
+
+
+def test_secrets_never_reach_the_journal_or_the_folder(engine_for) -> None:  # type: ignore[no-untyped-def]
+    engine = engine_for(ScriptedExtractor())
+    secret = "sk-proj-" + "a1B2c3D4" * 6
+    engine.pipeline.receive(turn(1, f"I always use the key {secret} for staging."))
+    engine.pipeline.flush()
+    journal = engine.layout.journal_path.read_text()
+    folder = "".join(p.read_text() for p in facts(engine))
+    assert secret not in journal and secret not in folder
+    assert "[REDACTED" in folder

@@ -1,0 +1,249 @@
+"""Recall over a real LanceDB index in tmp_path, embedded by the real local model."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import fields, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from engram_md.access import AccessLog
+from engram_md.config import RecallConfig
+from engram_md.embeddings import LocalMiniLM
+from engram_md.index import IndexRow, MemoryIndex
+from engram_md.recall import (
+    Recaller,
+    ScoreParts,
+    Weights,
+    estimate_tokens,
+    query_features,
+)
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def minilm() -> LocalMiniLM:
+    return LocalMiniLM()
+
+
+def row(id: str, content: str, **changes: object) -> IndexRow:
+    base = IndexRow(
+        id=id,
+        path=f"facts/2026-03-02/{id}.md",
+        kind="fact",
+        content=content,
+        category="fact",
+        memory_kind="note",
+        status="active",
+        lifecycle_state="candidate",
+        importance=0.5,
+        confidence=0.8,
+        created=T0,
+        updated=T0,
+        session="s-1",
+        source_turn_ids=(f"turn-{id}",),
+        entities=(),
+        tags=(),
+        speaker="dana",
+        access_count=0,
+        confirmations=1,
+        file_mtime_ns=0,
+        content_hash=f"hash-{id}",
+    )
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def recaller(
+    tmp_path: Path, minilm: LocalMiniLM, rows: list[IndexRow], **weights: object
+) -> Recaller:
+    index = MemoryIndex.open(tmp_path / "index", minilm)
+    index.upsert(rows)
+    access = AccessLog(tmp_path / "access.jsonl")
+    return Recaller(index, minilm, access, RecallConfig(), weights=Weights(**weights))  # type: ignore[arg-type]
+
+
+FILLER = [
+    row("f-tea", "Priya drinks green tea every morning before standup"),
+    row("f-db", "The team moved the billing service to PostgreSQL"),
+    row("f-bike", "Dana rides a bike to the office when it does not rain"),
+    row("f-cat", "The office cat sleeps on the windowsill all afternoon"),
+    row("f-trip", "Dana is planning a hiking trip to the Alps in the summer"),
+]
+
+
+def test_the_budget_cuts_by_four_characters_a_token(tmp_path: Path, minilm: LocalMiniLM) -> None:
+    r = recaller(tmp_path, minilm, FILLER)
+    full = r.recall("What does Dana do?", budget_tokens=10_000, record_access=False)
+    assert len(full.memories) == len(FILLER)
+    assert full.tokens == sum(math.ceil(len(m.content) / 4) for m in full.memories)
+    assert estimate_tokens("abcde") == 2 and estimate_tokens("abcd") == 1
+    # A budget that fits the first memory and little else.
+    first_cost = estimate_tokens(full.memories[0].content)
+    cut = r.recall("What does Dana do?", budget_tokens=first_cost + 5, record_access=False)
+    assert 1 <= len(cut.memories) < len(FILLER)
+    assert cut.tokens <= first_cost + 5
+    assert cut.tokens == sum(estimate_tokens(m.content) for m in cut.memories)
+
+
+@pytest.mark.parametrize("status", ["superseded", "invalidated", "merged", "archived"])
+def test_inactive_memories_are_left_out_unless_asked(
+    tmp_path: Path, minilm: LocalMiniLM, status: str
+) -> None:
+    old = row("f-old", "Dana rides the train to the office every day", status=status)
+    r = recaller(tmp_path, minilm, [*FILLER, old])
+    query = "How does Dana get to the office?"
+    ids = [m.id for m in r.recall(query, record_access=False).memories]
+    assert "f-old" not in ids
+    with_inactive = r.recall(query, include_inactive=True, record_access=False)
+    assert "f-old" in [m.id for m in with_inactive.memories]
+    explained = r.recall(query, explain=True, record_access=False)
+    reasons = {c.row.id: c.reason for c in explained.candidates}
+    assert reasons["f-old"] == f"left out: status {status}"
+
+
+def test_a_relevant_preference_goes_first(tmp_path: Path, minilm: LocalMiniLM) -> None:
+    rows = [
+        *FILLER,
+        row("f-pip", "Dana installed numpy with pip for the data project yesterday"),
+        row(
+            "p-uv", "Dana prefers uv over pip for installing Python packages", category="preference"
+        ),
+        row("p-tabs", "Dana prefers dark themes in every editor", category="preference"),
+    ]
+    r = recaller(tmp_path, minilm, rows)
+    result = r.recall("How should Python packages be installed with pip?", record_access=False)
+    ids = [m.id for m in result.memories]
+    assert ids[0] == "p-uv"
+    # The unrelated preference is not pushed ahead of relevant facts.
+    assert ids.index("p-tabs") > ids.index("f-pip")
+
+
+def test_a_name_in_the_query_lifts_the_memory_that_carries_it(
+    tmp_path: Path, minilm: LocalMiniLM
+) -> None:
+    rows = [
+        row("f-dana", "Dana adopted a rescue dog named Biscuit", speaker="dana"),
+        row("f-omar", "Omar adopted a rescue dog named Pepper", speaker="omar"),
+        *FILLER,
+    ]
+    r = recaller(tmp_path, minilm, rows)
+    for name, expected in (("Omar", "f-omar"), ("Dana", "f-dana")):
+        result = r.recall(f"What dog did {name} adopt?", explain=True, record_access=False)
+        assert result.memories[0].id == expected
+        parts = {c.row.id: c.parts for c in result.candidates}
+        assert parts[expected].name_match == 1.0
+        other = "f-dana" if expected == "f-omar" else "f-omar"
+        assert parts[other].name_match == 0.0
+
+
+def test_a_date_in_the_query_lifts_memories_from_that_time(
+    tmp_path: Path, minilm: LocalMiniLM
+) -> None:
+    may = datetime(2025, 5, 14, 10, 0, tzinfo=UTC)
+    rows = [
+        row("f-may", "Dana went to a concert in the park", created=may, updated=may),
+        row("f-jan", "Dana went to a concert downtown", session="s-0"),
+        *FILLER,
+    ]
+    features = query_features("Where did Dana go in May 2025?")
+    assert features.ranges and features.ranges[0][0].month == 5
+    r = recaller(tmp_path, minilm, rows, weight_factor=0.0, recency_factor=0.0)
+    for query in ("What concert did Dana go to in May 2025?", "What concert did Dana go to?"):
+        result = r.recall(query, explain=True, record_access=False)
+        parts = {c.row.id: c.parts for c in result.candidates}
+        dated = "May" in query
+        assert parts["f-may"].date_match == (1.0 if dated else 0.0)
+        assert parts["f-jan"].date_match == 0.0
+    result = r.recall("What concert did Dana go to in May 2025?", record_access=False)
+    assert result.memories[0].id == "f-may"
+
+
+def test_neighbours_of_a_strong_hit_are_lifted(tmp_path: Path, minilm: LocalMiniLM) -> None:
+    later = T0 + timedelta(minutes=2)
+    far = T0 + timedelta(days=3)
+    rows = [
+        row("f-hit", "Dana painted a sunrise over the lake"),
+        row("f-next", "That was last summer, on the first morning of the holiday", created=later),
+        row("f-else", "That was last summer, on the first morning of the course", created=far),
+        *[replace(f, session="s-2") for f in FILLER],
+    ]
+    r = recaller(tmp_path, minilm, rows)
+    result = r.recall("When did Dana paint a sunrise?", explain=True, record_access=False)
+    parts = {c.row.id: c.parts for c in result.candidates}
+    assert parts["f-next"].neighbour == pytest.approx(parts["f-hit"].relevance / 1.0, rel=0.2)
+    assert parts["f-else"].neighbour == 0.0
+    assert parts["f-next"].relevance > parts["f-else"].relevance
+
+
+@pytest.mark.parametrize(
+    ("other", "reason"),
+    [
+        (row("f-chunk", "Dana: I moved to Lisbon last year. Omar: nice!", source_turn_ids=("t7",)),
+         "source turns"),
+        (row("f-twin", "Dana moved to Lisbon in 2024.", source_turn_ids=("t9",)), "near-duplicate"),
+    ],
+)  # fmt: skip
+def test_memories_that_repeat_kept_ones_are_left_out(
+    tmp_path: Path, minilm: LocalMiniLM, other: IndexRow, reason: str
+) -> None:
+    fact = row("f-fact", "Dana moved to Lisbon in 2024", source_turn_ids=("t7",))
+    r = recaller(tmp_path, minilm, [fact, other, *FILLER])
+    result = r.recall("Where did Dana move?", explain=True, record_access=False)
+    ids = [m.id for m in result.memories]
+    pair = {"f-fact", other.id}
+    kept = [i for i in ids if i in pair]
+    assert len(kept) == 1
+    assert len(ids) == len(FILLER) + 1
+    left = (pair - set(kept)).pop()
+    reasons = {c.row.id: c.reason for c in result.candidates}
+    assert reasons[left].startswith("left out:") and reason in reasons[left]
+
+
+def test_memories_without_source_turns_are_not_repeats(tmp_path: Path, minilm: LocalMiniLM) -> None:
+    r = recaller(tmp_path, minilm, [replace(f, source_turn_ids=()) for f in FILLER])
+    result = r.recall("Dana", budget_tokens=10_000, record_access=False)
+    assert len(result.memories) == len(FILLER)
+
+
+def test_explain_shows_every_part(tmp_path: Path, minilm: LocalMiniLM) -> None:
+    r = recaller(tmp_path, minilm, FILLER)
+    answer = r.recall("What does Priya drink?", explain=True, record_access=False).explain_json()
+    names = {f.name for f in fields(ScoreParts)}
+    assert {"cosine", "fts_rel", "name_match", "date_match", "neighbour", "relevance",
+            "lifecycle", "importance", "rep_bonus", "access_bonus", "kind_bias", "tier_bias",
+            "recency", "weight", "raw", "score"} <= names  # fmt: skip
+    assert answer["budget"] == 1000
+    assert len(answer["candidates"]) == len(FILLER)
+    top = answer["candidates"][0]
+    assert top["id"] == "f-tea" and top["kept"] is True
+    assert set(top["parts"]) == names
+    assert top["parts"]["score"] == pytest.approx(answer["memories"][0]["score"], abs=1e-4)
+    assert "vector" in top["channels"] and "text" in top["channels"]
+
+
+def test_json_contract(tmp_path: Path, minilm: LocalMiniLM) -> None:
+    r = recaller(tmp_path, minilm, FILLER)
+    result = r.recall("What does Priya drink?")
+    answer = result.to_json()
+    assert set(answer) == {"query", "memories", "tokens"}
+    assert answer["query"] == "What does Priya drink?"
+    assert answer["tokens"] == result.tokens
+    memory = answer["memories"][0]
+    assert set(memory) == {
+        "id", "path", "category", "memoryKind", "content", "score", "sourceTurnIds", "created",
+    }  # fmt: skip
+    assert memory["id"] == "f-tea"
+    assert memory["sourceTurnIds"] == ["turn-f-tea"]
+    assert memory["created"] == "2026-03-02T09:00:00Z"
+    assert 0.0 < memory["score"] < 1.0
+    # Recalled memories count as accessed.
+    assert r.access.counts()["f-tea"] == 1
+
+
+def test_an_empty_query_recalls_nothing(tmp_path: Path, minilm: LocalMiniLM) -> None:
+    r = recaller(tmp_path, minilm, FILLER)
+    result = r.recall("   ")
+    assert result.memories == () and result.tokens == 0
