@@ -32,7 +32,6 @@ from .embeddings import Embedder
 from .index import IndexRow, MemoryIndex
 from .neighbors import neighbour_support
 
-DEDUP_TURNS = True
 ACTIVE = "status = 'active'"
 # Categories that tell the agent how to behave: shown first when relevant.
 PROCEDURAL = frozenset({"preference", "principle", "skill"})
@@ -86,8 +85,10 @@ class Weights:
     # preference in, since the kind bias lifts them all.
     procedural_floor: float = 0.85
     # Two memories this close in meaning say the same thing: the second costs budget and
-    # adds nothing. Likewise a memory whose source turns were all shown already.
+    # adds nothing. A memory whose source turns were all shown already needs less: being
+    # about as close as paraphrases of one statement usually are.
     duplicate_cosine: float = 0.95
+    same_turns_cosine: float = 0.5
 
 
 WEIGHTS = Weights()
@@ -414,7 +415,7 @@ class Recaller:
         ]
         kept: list[tuple[IndexRow, ScoreParts]] = []
         kept_vectors = np.empty((limit, self.index.dim), dtype=np.float32)
-        shown_turns: set[str] = set()
+        shown_turns: dict[str, list[int]] = {}  # source turn -> positions in kept
         decisions: dict[str, str] = {}
         used = 0
         for row, parts, _ in ordered:
@@ -428,21 +429,27 @@ class Recaller:
             if used + cost > budget:
                 decisions[row.id] = f"left out: over budget ({cost} tokens, {budget - used} left)"
                 continue
-            if DEDUP_TURNS and row.source_turn_ids and shown_turns.issuperset(row.source_turn_ids):
-                decisions[row.id] = "left out: its source turns are all in kept memories"
+            vector = row.vector if row.vector is not None else np.zeros(self.index.dim)
+            similar = kept_vectors[: len(kept)] @ vector
+            if kept and float(similar.max()) >= w.duplicate_cosine:
+                closest = float(similar.max())
+                decisions[row.id] = f"left out: near-duplicate of a kept memory ({closest:.2f})"
                 continue
-            if kept and row.vector is not None:
-                closest = float(np.max(kept_vectors[: len(kept)] @ row.vector))
-                if closest >= w.duplicate_cosine:
-                    decisions[row.id] = f"left out: near-duplicate of a kept memory ({closest:.2f})"
+            if row.source_turn_ids and all(t in shown_turns for t in row.source_turn_ids):
+                # Told in turns already shown: a restatement if it also reads like what was
+                # kept from them (several distinct facts from one turn read differently).
+                sharing = {k for t in row.source_turn_ids for k in shown_turns[t]}
+                closest = max(float(similar[k]) for k in sharing)
+                if closest >= w.same_turns_cosine:
+                    decisions[row.id] = (
+                        f"left out: restates kept memories of the same source turns ({closest:.2f})"
+                    )
                     continue
-            if row.vector is not None:
-                kept_vectors[len(kept)] = row.vector
-            else:
-                kept_vectors[len(kept)] = 0.0
+            kept_vectors[len(kept)] = vector
+            for turn in row.source_turn_ids:
+                shown_turns.setdefault(turn, []).append(len(kept))
             used += cost
             kept.append((row, parts))
-            shown_turns.update(row.source_turn_ids)
             decisions[row.id] = "kept" + (
                 " (relevant preference: shown first)" if first(row, parts) else ""
             )
