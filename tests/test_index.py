@@ -15,6 +15,7 @@ from engram_md.errors import IndexError_
 from engram_md.index import IndexRow, MemoryIndex, sql_quote
 
 from .fake_openai import fake_embedding
+from .rows import index_row
 
 
 @pytest.fixture(scope="module")
@@ -43,30 +44,19 @@ T0 = datetime(2026, 3, 2, 9, 2, tzinfo=UTC)
 
 
 def row(id: str, content: str, **changes: object) -> IndexRow:
-    base = IndexRow(
-        id=id,
-        path=f"facts/2026-03-02/{id}.md",
-        kind="fact",
-        content=content,
-        category="preference",
-        memory_kind="note",
-        status="active",
-        lifecycle_state="candidate",
-        importance=0.7,
-        confidence=0.95,
-        created=T0,
-        updated=T0,
-        session="demo-1",
-        source_turn_ids=("t1", "t2"),
-        entities=("person-dana",),
-        tags=("tooling", "python"),
-        speaker="dana",
-        access_count=0,
-        confirmations=1,
-        file_mtime_ns=1_700_000_000_000_000_000,
-        content_hash=f"hash-{id}",
-    )
-    return replace(base, **changes)  # type: ignore[arg-type]
+    defaults: dict[str, object] = {
+        "category": "preference",
+        "importance": 0.7,
+        "confidence": 0.95,
+        "created": T0,
+        "updated": T0,
+        "session": "demo-1",
+        "source_turn_ids": ("t1", "t2"),
+        "entities": ("person-dana",),
+        "tags": ("tooling", "python"),
+        "file_mtime_ns": 1_700_000_000_000_000_000,
+    }
+    return index_row(id, content, **{**defaults, **changes})
 
 
 FACTS = {

@@ -21,6 +21,8 @@ from engram_md.recall import (
     query_features,
 )
 
+from .rows import index_row
+
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
@@ -30,30 +32,7 @@ def minilm() -> LocalMiniLM:
 
 
 def row(id: str, content: str, **changes: object) -> IndexRow:
-    base = IndexRow(
-        id=id,
-        path=f"facts/2026-03-02/{id}.md",
-        kind="fact",
-        content=content,
-        category="fact",
-        memory_kind="note",
-        status="active",
-        lifecycle_state="candidate",
-        importance=0.5,
-        confidence=0.8,
-        created=T0,
-        updated=T0,
-        session="s-1",
-        source_turn_ids=(f"turn-{id}",),
-        entities=(),
-        tags=(),
-        speaker="dana",
-        access_count=0,
-        confirmations=1,
-        file_mtime_ns=0,
-        content_hash=f"hash-{id}",
-    )
-    return replace(base, **changes)  # type: ignore[arg-type]
+    return index_row(id, content, **{"created": T0, "updated": T0, **changes})
 
 
 def recaller(

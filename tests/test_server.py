@@ -37,6 +37,8 @@ from engram_md.server import (
     loopback_host,
 )
 
+from .rows import index_row
+
 T0 = datetime(2026, 3, 2, 9, 2, tzinfo=UTC)
 
 FACTS = {
@@ -57,30 +59,16 @@ QUERIES = [
 
 
 def row(id: str, content: str, category: str = "fact", **changes: Any) -> IndexRow:
-    base = IndexRow(
-        id=id,
-        path=f"facts/2026-03-02/{id}.md",
-        kind="fact",
-        content=content,
-        category=category,
-        memory_kind="note",
-        status="active",
-        lifecycle_state="candidate",
-        importance=0.6,
-        confidence=0.95,
-        created=T0,
-        updated=T0,
-        session="demo-1",
-        source_turn_ids=("t1",),
-        entities=(),
-        tags=(),
-        speaker="dana",
-        access_count=0,
-        confirmations=1,
-        file_mtime_ns=0,
-        content_hash=f"hash-{id}",
-    )
-    return replace(base, **changes)
+    defaults: dict[str, Any] = {
+        "category": category,
+        "importance": 0.6,
+        "confidence": 0.95,
+        "created": T0,
+        "updated": T0,
+        "session": "demo-1",
+        "source_turn_ids": ("t1",),
+    }
+    return index_row(id, content, **{**defaults, **changes})
 
 
 @pytest.fixture(scope="module")

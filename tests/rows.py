@@ -1,0 +1,39 @@
+"""Index rows for tests that build a search index directly (index, recall, server)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from engram_md.index import IndexRow
+
+T0 = datetime(2026, 3, 2, 9, 2, tzinfo=UTC)
+
+
+def index_row(id: str, content: str, **changes: Any) -> IndexRow:
+    """An active fact row with plain defaults; ``changes`` overrides any field."""
+    base = IndexRow(
+        id=id,
+        path=f"facts/2026-03-02/{id}.md",
+        kind="fact",
+        content=content,
+        category="fact",
+        memory_kind="note",
+        status="active",
+        lifecycle_state="candidate",
+        importance=0.5,
+        confidence=0.8,
+        created=T0,
+        updated=T0,
+        session="s-1",
+        source_turn_ids=(f"turn-{id}",),
+        entities=(),
+        tags=(),
+        speaker="dana",
+        access_count=0,
+        confirmations=1,
+        file_mtime_ns=0,
+        content_hash=f"hash-{id}",
+    )
+    return replace(base, **changes)
