@@ -251,6 +251,9 @@ def recall(
     no_daemon: Annotated[
         bool, typer.Option("--no-daemon", help="Answer in-process even if a daemon runs.")
     ] = False,
+    dry: Annotated[
+        bool, typer.Option("--dry", help="Do not count this recall as an access.")
+    ] = False,
 ) -> None:
     """The memories that matter for QUERY, as a <memory> block (or JSON)."""
     import json
@@ -266,6 +269,7 @@ def recall(
                 budget_tokens=budget,
                 top_k=top_k,
                 include_inactive=include_inactive or None,
+                record_access=not dry,
             )
             block = answer.pop("block", "")
             if as_json:
@@ -289,7 +293,7 @@ def explain(
 
     try:
         answer = _Answerer(_config(), use_daemon=True).ask(
-            query, budget_tokens=budget, explain=True
+            query, budget_tokens=budget, explain=True, record_access=False
         )
     except EngramError as exc:
         raise _fail(exc) from None

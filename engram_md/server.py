@@ -8,7 +8,7 @@ client that finds no live daemon, or gets any error from it, recalls in-process 
 Protocol (HTTP/1.1, keep-alive, JSON both ways, every request carries
 ``Authorization: Bearer <token>``)::
 
-    POST /recall  {"query", "budget", "top_k", "include_inactive", "explain"}
+    POST /recall  {"query", "budget", "top_k", "include_inactive", "explain", "record_access"}
         200  RecallResult.to_json() (explain_json() with explain) + {"block": render()}
         400  bad JSON or fields       401  wrong or missing token
         413  body over 1 MiB          500  recall itself failed (the server keeps running)
@@ -93,6 +93,7 @@ class _RecallRequest(BaseModel):
     top_k: int | None = Field(default=None, ge=1)
     include_inactive: bool | None = None
     explain: bool = False
+    record_access: bool = True
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -149,6 +150,7 @@ class _Handler(BaseHTTPRequestHandler):
                 top_k=request.top_k,
                 include_inactive=request.include_inactive,
                 explain=request.explain,
+                record_access=request.record_access,
             )
             answer = result.explain_json() if request.explain else result.to_json()
             answer["block"] = result.render()
@@ -474,6 +476,7 @@ class RecallClient:
         top_k: int | None = None,
         include_inactive: bool | None = None,
         explain: bool = False,
+        record_access: bool = True,
     ) -> dict[str, Any]:
         body = {
             "query": query,
@@ -481,6 +484,7 @@ class RecallClient:
             "top_k": top_k,
             "include_inactive": include_inactive,
             "explain": explain,
+            "record_access": record_access,
         }
         return self._request("POST", "/recall", json.dumps(body).encode())
 

@@ -251,7 +251,7 @@ def test_a_wrong_or_missing_token_is_refused(endpoint: Endpoint) -> None:
         (b'{"query": 5}', "query"),
         (b'{"query": "x", "top_k": 0}', "top_k"),
         (b'{"query": "x", "explain": "yes"}', "explain"),
-        (b'{"query": "x", "record_access": false}', "record_access"),
+        (b'{"query": "x", "dry_run": false}', "dry_run"),
     ],
 )
 def test_bad_requests_get_400_and_the_server_keeps_serving(
