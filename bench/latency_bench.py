@@ -525,6 +525,8 @@ def _through_daemon(
         try:
             endpoint = _wait_for_daemon(proc, endpoint_path, log)
             out["daemon_ready_s"] = round(time.perf_counter() - started, 2)
+            # The daemon records each answer's accesses (state/access.jsonl), as it does in
+            # use; the in-process figures leave that out. One append per query: small.
             with RecallClient(endpoint, timeout=60.0) as client:
                 for query in warmup:
                     client.recall(query)
@@ -619,7 +621,15 @@ def run_size(n: int, queries: int = 200, *, keep: Path | None = None) -> dict[st
 def run(
     sizes: Sequence[int] = (10_000, 100_000), queries: int = 200, *, keep: Path | None = None
 ) -> dict[str, Any]:
-    """Figures per folder size, keyed by the size as a string (JSON object keys)."""
+    """Figures per folder size, keyed by the size as a string (JSON object keys).
+
+    Per size: ``files_written_s``, ``reindex_s`` (the `reindex` subprocess, wall),
+    ``in_process_ms`` and ``daemon_ms`` (p50/p95/mean/max wall per recall, plus CPU per recall:
+    ``cpu_p50`` of this process, ``cpu_mean`` of the daemon), ``session_open_s``,
+    ``daemon_ready_s`` (spawn to advertised endpoint), ``cli_single_s``,
+    ``cli_batch_ms_per_query``, ``daemon_peak_rss_mb`` (VmHWM), and the one-minute load
+    average before and after, without which a figure from a shared machine means little.
+    """
     results: dict[str, Any] = {}
     for n in sizes:
         results[str(n)] = run_size(n, queries, keep=keep)

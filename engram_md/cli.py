@@ -206,14 +206,15 @@ class _Answerer:
     """Answers recall queries through the daemon when it runs, in-process otherwise."""
 
     def __init__(self, cfg: Config, *, use_daemon: bool) -> None:
-        from .app import layout_for
+        from .paths import MemoryLayout
         from .server import RecallClient, find_daemon
 
         self.cfg = cfg
         self._client: RecallClient | None = None
         self._session: Any = None
         if use_daemon:
-            endpoint = find_daemon(layout_for(cfg).daemon_endpoint_path)
+            layout = MemoryLayout(cfg.memory_dir, cfg.state_dir)
+            endpoint = find_daemon(layout.daemon_endpoint_path)
             if endpoint is not None:
                 self._client = RecallClient(endpoint)
 
@@ -343,7 +344,7 @@ def reindex() -> None:
         layout = layout_for(cfg)
         layout.ensure()
         with WriterLock(layout.lock_path, memory_dir=layout.memory_dir):
-            store = MemoryStore.open(layout)
+            store = MemoryStore.open(layout, rebuild_missing=False)  # rebuild() derives it
             embedder = open_embedder(cfg, layout)
             indexer = Indexer.open(cfg, layout, store, embedder, reconcile=False)
             with Progress(

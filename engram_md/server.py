@@ -36,13 +36,15 @@ import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .atomic import TMP_MARKER
 from .errors import ConfigError, RecallServerError
-from .recall import Recaller
+
+if TYPE_CHECKING:  # the recall stack (LanceDB, the model) loads only where it runs
+    from .recall import Recaller
 
 log = logging.getLogger(__name__)
 

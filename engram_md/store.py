@@ -27,11 +27,15 @@ class MemoryStore:
         self.fsync = fsync
 
     @classmethod
-    def open(cls, layout: MemoryLayout, *, fsync: bool = True) -> MemoryStore:
+    def open(
+        cls, layout: MemoryLayout, *, fsync: bool = True, rebuild_missing: bool = True
+    ) -> MemoryStore:
+        """Open the folder; a missing hash index is rebuilt from the files unless the caller
+        is about to read every file anyway (``rebuild_missing=False``: `reindex`)."""
         layout.ensure()
         hashes = HashIndex.load(layout.hashes_path)
         store = cls(layout, hashes or HashIndex(layout.hashes_path, {}), fsync=fsync)
-        if hashes is None:
+        if hashes is None and rebuild_missing:
             store.rebuild_hashes()
         return store
 
