@@ -5,12 +5,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from .fake_openai import FakeOpenAI
+from engram_md.config import Config, load_config
+from engram_md.embeddings import LocalMiniLM, l2_normalize
+
+from .fake_openai import FakeOpenAI, fake_embedding
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -111,3 +115,41 @@ def make_cli(tmp_path: Path) -> Callable[[str], Cli]:
 def fake_llm() -> Iterator[FakeOpenAI]:
     with FakeOpenAI() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def minilm() -> LocalMiniLM:
+    """The real local model, loaded once for the whole run (loading is the slow part)."""
+    return LocalMiniLM()
+
+
+@pytest.fixture
+def cfg(tmp_path: Path) -> Config:
+    """Defaults, with this test's own memory and state folders and no environment."""
+    return load_config(
+        None,
+        env={},
+        overrides={"memory_dir": tmp_path / "memory", "state_dir": tmp_path / "state"},
+    )
+
+
+class HashEmbedder:
+    """Deterministic vectors without meaning (hashed text), for tests about storage rather
+    than ranking; records every text it was asked for."""
+
+    def __init__(self, model_id: str = "fake", dim: int = 16) -> None:
+        self.model_id = model_id
+        self._dim = dim
+        self.calls: list[list[str]] = []
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        return l2_normalize(np.array([fake_embedding(t, self._dim) for t in texts]))
+
+    @property
+    def embedded(self) -> list[str]:
+        return [t for call in self.calls for t in call]

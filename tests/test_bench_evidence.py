@@ -46,12 +46,6 @@ TURNS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def minilm() -> LocalMiniLM:
-    # One model for the module: loading it is the slow part.
-    return LocalMiniLM()
-
-
 def unit(ids: tuple[str, ...], tokens_: int) -> Unit:
     return (ids, "x" * (4 * tokens_))
 

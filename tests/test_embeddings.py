@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -20,34 +20,12 @@ from engram_md.embeddings import (
 )
 from engram_md.errors import EmbeddingError
 
+from .conftest import HashEmbedder
 from .fake_openai import FakeOpenAI, fake_embedding
 
 
-@pytest.fixture(scope="module")
-def minilm() -> LocalMiniLM:
-    # One session for the module: loading the model is the slow part, not embedding.
-    return LocalMiniLM(batch_size=4)
-
-
-class CountingFake:
-    """A deterministic embedder that records every text it was asked for."""
-
-    def __init__(self, dim: int = 8, model_id: str = "fake-model") -> None:
-        self.model_id = model_id
-        self._dim = dim
-        self.calls: list[list[str]] = []
-
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        self.calls.append(list(texts))
-        return l2_normalize(np.array([fake_embedding(t, self._dim) for t in texts]))
-
-    @property
-    def embedded(self) -> list[str]:
-        return [t for call in self.calls for t in call]
+def CountingFake(dim: int = 8, model_id: str = "fake-model") -> HashEmbedder:  # noqa: N802
+    return HashEmbedder(model_id, dim)
 
 
 def cos(a: np.ndarray, b: np.ndarray) -> float:
@@ -82,8 +60,9 @@ def test_minilm_puts_paraphrases_closer_than_unrelated_text(minilm: LocalMiniLM)
     assert cos(uv, pip_pref) > cos(uv, weather) + 0.2
 
 
-def test_minilm_batching_by_length_keeps_the_input_order(minilm: LocalMiniLM) -> None:
+def test_minilm_batching_by_length_keeps_the_input_order() -> None:
     # Lengths deliberately out of order and more texts than one batch (batch_size=4).
+    minilm = LocalMiniLM(batch_size=4)
     texts = [
         "word " * 40,
         "short",

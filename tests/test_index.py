@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,30 +13,12 @@ from engram_md.embeddings import LocalMiniLM, l2_normalize
 from engram_md.errors import IndexError_
 from engram_md.index import IndexRow, MemoryIndex, sql_quote
 
-from .fake_openai import fake_embedding
+from .conftest import HashEmbedder
 from .rows import index_row
 
 
-@pytest.fixture(scope="module")
-def minilm() -> LocalMiniLM:
-    return LocalMiniLM()
-
-
-class FakeEmbedder:
-    """Deterministic vectors without meaning, for tests about storage rather than ranking."""
-
-    def __init__(self, model_id: str = "fake", dim: int = 16) -> None:
-        self.model_id = model_id
-        self._dim = dim
-        self.calls: list[list[str]] = []
-
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        self.calls.append(list(texts))
-        return l2_normalize(np.array([fake_embedding(t, self._dim) for t in texts]))
+def FakeEmbedder(model_id: str = "fake", dim: int = 16) -> HashEmbedder:  # noqa: N802
+    return HashEmbedder(model_id, dim)
 
 
 T0 = datetime(2026, 3, 2, 9, 2, tzinfo=UTC)

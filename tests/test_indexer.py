@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from engram_md.app import Engine, open_engine
-from engram_md.config import Config, load_config
+from engram_md.config import Config
 from engram_md.embeddings import LocalMiniLM
 from engram_md.factfile import render_fact
 from engram_md.indexer import Indexer, same_specifics, specifics
@@ -25,20 +25,6 @@ from engram_md.models import CandidateFact, Category, Fact, Source, Status
 from engram_md.pipeline import to_fact
 
 T0 = datetime(2026, 3, 2, 9, 2, tzinfo=UTC)
-
-
-@pytest.fixture(scope="module")
-def minilm() -> LocalMiniLM:
-    return LocalMiniLM()
-
-
-@pytest.fixture
-def cfg(tmp_path: Path) -> Config:
-    return load_config(
-        None,
-        env={},
-        overrides={"memory_dir": tmp_path / "memory", "state_dir": tmp_path / "state"},
-    )
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from engram_md.app import Engine, open_engine
-from engram_md.config import Config, load_config
+from engram_md.config import Config
 from engram_md.embeddings import LocalMiniLM
 from engram_md.factfile import render_fact
 from engram_md.indexer import Indexer, ReconcileReport
@@ -26,20 +26,6 @@ from engram_md.pipeline import to_fact
 
 T0 = datetime(2026, 3, 2, 9, 2, tzinfo=UTC)
 WITHIN = 2.5  # seconds: "about two", with room for a busy machine
-
-
-@pytest.fixture(scope="module")
-def minilm() -> LocalMiniLM:
-    return LocalMiniLM()
-
-
-@pytest.fixture
-def cfg(tmp_path: Path) -> Config:
-    return load_config(
-        None,
-        env={},
-        overrides={"memory_dir": tmp_path / "memory", "state_dir": tmp_path / "state"},
-    )
 
 
 @pytest.fixture

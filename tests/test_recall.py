@@ -26,11 +26,6 @@ from .rows import index_row
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
-@pytest.fixture(scope="module")
-def minilm() -> LocalMiniLM:
-    return LocalMiniLM()
-
-
 def row(id: str, content: str, **changes: object) -> IndexRow:
     return index_row(id, content, **{"created": T0, "updated": T0, **changes})
 

@@ -72,11 +72,6 @@ def row(id: str, content: str, category: str = "fact", **changes: Any) -> IndexR
 
 
 @pytest.fixture(scope="module")
-def minilm() -> LocalMiniLM:
-    return LocalMiniLM()
-
-
-@pytest.fixture(scope="module")
 def facts_index(tmp_path_factory: pytest.TempPathFactory, minilm: LocalMiniLM) -> MemoryIndex:
     """Shared by the tests, which only read it; each test has its own access log."""
     index = MemoryIndex.open(tmp_path_factory.mktemp("server") / "index", minilm)
