@@ -46,11 +46,6 @@ class SmartBuffer:
         self.cfg = cfg
         self._sessions: dict[str, _SessionBuffer] = {}
 
-    def restore(self, turns: list[Turn]) -> None:
-        """Pending turns from the journal go back in, without triggering anything."""
-        for turn in turns:
-            self._sessions.setdefault(turn.session, _SessionBuffer()).turns.append(turn)
-
     def add(self, turn: Turn, signal: Signal) -> list[Batch]:
         """Buffer a turn; return the batches that are due now (oldest first)."""
         buf = self._sessions.setdefault(turn.session, _SessionBuffer())
@@ -79,9 +74,9 @@ class SmartBuffer:
         buf = self._sessions.get(batch.session)
         if buf is None:
             return
-        done = {id(t) for t in batch.turns}
-        keys = {(t.id, t.content) for t in batch.turns}
-        buf.turns = [t for t in buf.turns if id(t) not in done and (t.id, t.content) not in keys]
+        # Matched by value: a batch may hold equal Turn objects rebuilt from the journal.
+        done = {(t.id, t.content) for t in batch.turns}
+        buf.turns = [t for t in buf.turns if (t.id, t.content) not in done]
         if not buf.turns:
             self._sessions.pop(batch.session, None)
 

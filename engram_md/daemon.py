@@ -12,7 +12,6 @@ import queue
 import signal
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -29,12 +28,6 @@ from .sources import (
 from .transcripts import LineError, TranscriptReader
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class _Lines:
-    source: str
-    lines: list[Any]
 
 
 _STOP = "stop"

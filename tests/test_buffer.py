@@ -117,18 +117,12 @@ def test_drop_forgets_only_the_batch_turns(buf: SmartBuffer) -> None:
 
 
 def test_drop_matches_equal_turns_restored_from_the_journal(buf: SmartBuffer) -> None:
-    buf.restore([turn(1), turn(2)])
+    buf.add(turn(1), LOW)
+    buf.add(turn(2), LOW)
     # A batch built from other (equal, not identical) Turn objects still removes them.
     buf.drop(Batch("s1", (turn(1), turn(2)), Trigger.FLUSH))
     assert buf.depth() == 0
     assert buf.flush_batches() == []
-
-
-def test_restore_does_not_trigger_but_counts(buf: SmartBuffer) -> None:
-    buf.restore([turn(n) for n in range(4)])
-    assert buf.depth() == 4
-    due = buf.add(turn(4), LOW)  # the fifth turn reaches max_turns
-    assert [(b.trigger, len(b.turns)) for b in due] == [(Trigger.TURNS, 5)]
 
 
 def test_hold_waits_max_turns_before_retrying(buf: SmartBuffer) -> None:
