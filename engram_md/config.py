@@ -84,6 +84,49 @@ class RecallConfig(_Section):
     port: int = Field(default=0, ge=0, le=65535)  # 0: pick a free port, advertised in state/
 
 
+class BoxConfig(_Section):
+    # Memory boxes: facts that happened together in one session (docs/ARCHITECTURE.md).
+    enabled: bool = True
+    max_memories: int = Field(default=50, ge=1)  # seal before a box would exceed this many
+    min_topic_overlap: float = Field(default=0.35, ge=0, le=1)  # seal when new facts drift off
+    idle_minutes: float = Field(default=30.0, gt=0)  # seal after this much transcript silence
+
+
+class TraceConfig(_Section):
+    # Traces: sealed boxes about the same thread of work, linked over days.
+    min_overlap: float = Field(default=0.4, ge=0, le=1)
+    window_days: float = Field(default=7.0, gt=0)
+
+
+class GraphConfig(_Section):
+    # Entity, time and causal edges between facts (state/graphs/*.jsonl).
+    enabled: bool = True
+    reinforce: float = Field(default=0.05, ge=0, le=1)  # added when an edge is seen again
+    decay: float = Field(default=0.1, ge=0, le=1)  # taken per decay window by consolidation
+    decay_window_days: float = Field(default=90.0, gt=0)
+    grace_days: float = Field(default=90.0, ge=0)  # no decay before this age
+    floor: float = Field(default=0.1, ge=0, le=1)
+    # Recall: spreading activation from the seeds, then PageRank, blended with the seed score.
+    min_edge: float = Field(default=0.2, ge=0, le=1)  # weaker edges are ignored
+    max_hops: int = Field(default=3, ge=0)
+    hop_decay: float = Field(default=0.7, ge=0, le=1)
+    pagerank_iterations: int = Field(default=8, ge=0)
+
+
+class ConsolidateConfig(_Section):
+    every_extractions: int = Field(default=50, ge=0)  # the daemon consolidates this often; 0: never
+    max_retire_fraction: float = Field(default=0.25, ge=0, le=1)  # safety rail, --force overrides
+    resolved_commitment_days: float = Field(default=90.0, ge=0)
+    archive_age_days: float = Field(default=90.0, ge=0)
+    archive_max_importance: float = Field(default=0.3, ge=0, le=1)
+    archive_max_access: int = Field(default=2, ge=0)
+    protected_categories: list[str] = Field(
+        default_factory=lambda: ["decision", "principle", "commitment", "preference"]
+    )
+    profile_max_lines: int = Field(default=60, ge=1)
+    identity_max_bytes: int = Field(default=8192, ge=256)
+
+
 class Config(_Section):
     memory_dir: Path = Path("memory")
     state_dir: Path = Path("state")
@@ -95,6 +138,10 @@ class Config(_Section):
     embedding: EmbeddingConfig = EmbeddingConfig()
     dedup: DedupConfig = DedupConfig()
     recall: RecallConfig = RecallConfig()
+    boxes: BoxConfig = BoxConfig()
+    traces: TraceConfig = TraceConfig()
+    graph: GraphConfig = GraphConfig()
+    consolidate: ConsolidateConfig = ConsolidateConfig()
 
 
 # Environment variable -> dotted config key.

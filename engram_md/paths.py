@@ -44,6 +44,14 @@ class MemoryLayout:
     def archive_dir(self) -> Path:
         return self.memory_dir / "archive"
 
+    @property
+    def profile_path(self) -> Path:
+        return self.memory_dir / "profile.md"
+
+    @property
+    def identity_path(self) -> Path:
+        return self.memory_dir / "IDENTITY.md"
+
     def fact_path(self, category: str, created: datetime, hash8: str) -> Path:
         day = created.strftime("%Y-%m-%d")
         name = f"{safe_slug(category)}-{created.strftime('%H%M%S')}-{safe_slug(hash8)}.md"
@@ -109,6 +117,36 @@ class MemoryLayout:
     @property
     def daemon_endpoint_path(self) -> Path:
         return self.state_dir / "daemon.json"
+
+    @property
+    def open_box_path(self) -> Path:
+        return self.state_dir / "open-box.json"
+
+    @property
+    def traces_path(self) -> Path:
+        return self.state_dir / "traces.json"
+
+    @property
+    def graphs_dir(self) -> Path:
+        return self.state_dir / "graphs"
+
+    @property
+    def topics_path(self) -> Path:
+        return self.state_dir / "topics.json"
+
+    @property
+    def compression_guidelines_path(self) -> Path:
+        return self.state_dir / "compression-guidelines.md"
+
+    @property
+    def consolidation_state_path(self) -> Path:
+        """The epoch counter and when consolidation last ran."""
+        return self.state_dir / "consolidation.json"
+
+    @property
+    def reports_dir(self) -> Path:
+        """One markdown report per consolidation run."""
+        return self.state_dir / "reports"
 
     def ensure(self) -> None:
         self.memory_dir.mkdir(parents=True, exist_ok=True)
