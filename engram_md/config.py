@@ -58,7 +58,9 @@ class SanitizeConfig(_Section):
 class OfflineConfig(_Section):
     min_chunk_tokens: int = Field(default=50, ge=1)
     max_chunk_tokens: int = Field(default=300, ge=10)
-    min_importance: float = Field(default=0.3, ge=0, le=1)
+    # Seed 004 drops chunks under 0.3; on the LoCoMo dev conversations that dropped 8% of the
+    # turns later asked about (evidence recall 0.812 -> 0.836 at 0.15; 0.829 at 0.25).
+    min_importance: float = Field(default=0.15, ge=0, le=1)
 
 
 class EmbeddingConfig(_Section):
