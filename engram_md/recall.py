@@ -329,7 +329,7 @@ class Recaller:
         k = self.weights.candidates_per_channel
         qvec = self.embedder.embed([query])[0]
         pool: dict[str, _Pooled] = {}
-        for hit in self.index.vector_search(qvec, k, where=where):
+        for hit in self.index.vector_search(qvec, k, where=where, exact=False):
             pool[hit.row.id] = _Pooled(hit.row, hit.score, 0.0, ["vector"])
         for hit in self.index.text_search(query, k, where=where):
             found = pool.get(hit.row.id)

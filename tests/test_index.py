@@ -272,3 +272,57 @@ def test_writes_from_another_process_become_visible(tmp_path: Path) -> None:
     assert [h.row.id for h in reader.text_search("grapes", 5)] == ["c"]
     assert reader.nearest("gamma grapes", 1)[0].row.id == "c"
     assert reader.manifest().keys() == {"b", "c"}
+
+
+def test_approximate_vector_search_finds_the_exact_top_hits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recall's shortlist (projected vectors, then exact re-scoring) agrees with exact search,
+    follows later writes and respects the filter."""
+    import engram_md.index as index_module
+
+    monkeypatch.setattr(index_module, "_SHORTLIST_MIN_ROWS", 100)
+    monkeypatch.setattr(index_module, "_SHORTLIST_FLOOR", 100)
+    idx = MemoryIndex.open(tmp_path / "index", FakeEmbedder(dim=96))
+    n = 1500
+    idx.upsert([row(f"f-{i}", f"memory number {i} about topic {i % 37}") for i in range(n)])
+    embedder = FakeEmbedder(dim=96)
+    for text in ("memory number 12 about topic 12", "topic 5", "number 1499"):
+        probe = embedder.embed([text])[0]
+        exact = idx.vector_search(probe, 10)
+        approx = idx.vector_search(probe, 10, exact=False)
+        assert [h.row.id for h in approx][:3] == [h.row.id for h in exact][:3]
+        assert len({h.row.id for h in approx} & {h.row.id for h in exact}) >= 8
+        # Scores are exact cosines either way.
+        assert approx[0].score == pytest.approx(exact[0].score, abs=1e-6)
+    probe = embedder.embed(["memory number 12 about topic 12"])[0]
+    idx.upsert([row("f-12", "memory number 12 about topic 12", status="superseded")])
+    idx.upsert([row("f-late", "memory number 12 about topic 12")])
+    hits = idx.vector_search(probe, 5, where="status = 'active'", exact=False)
+    assert hits[0].row.id == "f-late"
+    assert "f-12" not in {h.row.id for h in hits}
+
+
+def test_filtered_text_search_matches_the_prefiltered_answer(tmp_path: Path) -> None:
+    """Text search filters in memory; when most matches fail the filter it asks LanceDB."""
+    idx = MemoryIndex.open(tmp_path / "index", FakeEmbedder())
+    rows = [
+        row(f"f-{i}", f"garden note {i}", status="active" if i % 10 == 0 else "archived")
+        for i in range(60)
+    ]
+    idx.upsert(rows)
+    hits = idx.text_search("garden", 5, where="status = 'active'")
+    assert len(hits) == 5
+    assert all(h.row.status == "active" for h in hits)
+    assert {h.row.id for h in idx.text_search("garden", 50, where="status = 'active'")} == {
+        f"f-{i}" for i in range(0, 60, 10)
+    }
+
+
+def test_rows_are_built_once_and_follow_updates(index: MemoryIndex) -> None:
+    first = index.get(["f-uv"])["f-uv"]
+    assert index.get(["f-uv"])["f-uv"] is first  # served from the row cache
+    index.upsert([row("f-uv", "Dana now prefers poetry over uv")])
+    again = index.get(["f-uv"])["f-uv"]
+    assert again.content == "Dana now prefers poetry over uv"
+    assert index.text_search("poetry", 3)[0].row.content == again.content
