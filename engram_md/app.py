@@ -32,6 +32,7 @@ from .sources import CursorStore
 from .speakers import SpeakerBook
 from .statefile import load_json, save_json
 from .store import MemoryStore
+from .structure import Structure
 from .telemetry import ActionLog
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,7 @@ class Engine:
     usage: Usage
     indexer: Indexer | None
     extras: dict[str, Any] = field(default_factory=dict)
+    structure: Structure | None = None
 
     def close(self) -> None:
         try:
@@ -99,20 +101,29 @@ def open_engine(
                     existing_centroid=indexer.centroid if indexer is not None else lambda: None,
                 )
         speakers = SpeakerBook.from_dict(load_json(layout.speakers_path, {}))
+        actions = ActionLog(layout.actions_path)
+        structure = (
+            Structure(cfg, layout, actions, fsync=store.fsync)
+            if cfg.boxes.enabled or cfg.graph.enabled
+            else None
+        )
         pipeline = Pipeline(
             cfg,
             extractor=extractor,
             scanner=scanner,
             store=store,
             journal=Journal(layout.journal_path, fsync_each=cfg.buffer.fsync == "always"),
-            actions=ActionLog(layout.actions_path),
+            actions=actions,
             speakers=speakers,
             indexer=indexer,
+            structure=structure,
             sleep=time.sleep,
         )
         pipeline.start()
         runner = Runner(pipeline, CursorStore(layout.cursors_path))
-        return Engine(cfg, layout, lock, store, pipeline, runner, usage, indexer)
+        return Engine(
+            cfg, layout, lock, store, pipeline, runner, usage, indexer, structure=structure
+        )
     except BaseException:
         lock.release()
         raise

@@ -372,6 +372,190 @@ def reindex() -> None:
     )
 
 
+# ---------------------------------------------------------------- consolidate / history
+
+
+def _parse_now(value: str | None) -> Any:
+    """``--now`` / ENGRAM_NOW (ISO 8601, UTC if no zone) or the wall clock."""
+    from datetime import UTC, datetime
+
+    if not value:
+        return datetime.now(UTC)
+    try:
+        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise typer.BadParameter(f"not an ISO 8601 time: {value!r}", param_hint="--now") from None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+@app.command()
+def consolidate(
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan; change nothing.")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Run even past the retire safety rail.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="Compare every fact, not only the new ones.")
+    ] = False,
+    now: Annotated[str | None, typer.Option("--now", envvar="ENGRAM_NOW", hidden=True)] = None,
+) -> None:
+    """Merge duplicates, supersede contradicted facts, run the lifecycle; --dry-run to preview.
+
+    Refused while the daemon runs (it consolidates every consolidate.every_extractions
+    extractions by itself).
+    """
+    import json
+    import os
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from .consolidate import Pause, RetireLimitError, describe, open_and_consolidate, summary
+    from .paths import MemoryLayout
+
+    when = _parse_now(now)
+    try:
+        cfg = _config()
+        with Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+            disable=as_json or not err.is_terminal,
+        ) as progress:
+            task = progress.add_task("consolidating", total=None)
+
+            def step(stage: str, done: int, total: int) -> None:
+                progress.update(task, description=stage, completed=done, total=total)
+
+            result = open_and_consolidate(
+                cfg,
+                now=when,
+                dry_run=dry_run,
+                force=force,
+                full=full,
+                progress=step,
+                pause=Pause.from_env(os.environ.get("ENGRAM_CONSOLIDATE_PAUSE")),
+            )
+    except RetireLimitError as exc:
+        err.print(f"engram-md: refused: {exc}", markup=False)
+        raise typer.Exit(code=4) from None
+    except LockError as exc:
+        err.print(
+            f"engram-md: {exc}. The running daemon consolidates by itself every "
+            f"{cfg.consolidate.every_extractions} extractions.",
+            markup=False,
+        )
+        raise typer.Exit(code=3) from None
+    except EngramError as exc:
+        raise _fail(exc) from None
+    plan = result.plan
+    layout = MemoryLayout(cfg.memory_dir, cfg.state_dir)
+    changes = [describe(c, layout) for c in plan.changes]
+    if as_json:
+        payload = {
+            "dryRun": result.dry_run,
+            "applied": result.applied,
+            "report": str(result.report) if result.report else None,
+            "summary": summary(plan),
+            "changes": changes,
+        }
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+        return
+    title = "plan (dry run: nothing changed)" if result.dry_run else "consolidation"
+    table = Table(title=title)
+    for column in ("action", "file", "why"):
+        table.add_column(column, overflow="fold")
+    for item in changes:
+        where = item["path"] + (f" → {item['target']}" if "target" in item else "")
+        table.add_row(item["action"], where, item["reason"])
+    if changes:
+        out.print(table)
+    info = summary(plan)
+    out.print(
+        f"{info['facts']} facts ({info['active']} active, {info['new']} new since the last "
+        f"run); {info['changes']} change(s) "
+        + ("planned" if result.dry_run else f"planned, {result.applied} applied")
+        + f"; {info['retiring']} retire an active fact (limit {info['allowedRetire']})",
+        markup=False,
+    )
+    for note in info["notes"]:
+        out.print(f"note: {note}", markup=False)
+    if info["unjudged"]:
+        out.print(f"{info['unjudged']} new fact(s) could not be judged; next run", markup=False)
+    if result.report is not None:
+        out.print(f"report: {result.report}", markup=False)
+
+
+@app.command()
+def history(
+    fact_id: Annotated[str, typer.Argument(help="The fact's id.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """A fact's history: status changes, what it superseded or was superseded by, merges,
+    confirmations and source turns."""
+    import json
+
+    from .history import fact_history, render_history
+    from .paths import MemoryLayout
+
+    try:
+        cfg = _config()
+        data = fact_history(MemoryLayout(cfg.memory_dir, cfg.state_dir), fact_id)
+    except EngramError as exc:
+        raise _fail(exc) from None
+    if data is None:
+        err.print(f"engram-md: no fact with id {fact_id!r} in {cfg.memory_dir}", markup=False)
+        raise typer.Exit(code=1)
+    if as_json:
+        sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+        return
+    out.print(render_history(data), markup=False, highlight=False)
+
+
+# ---------------------------------------------------------------- traces
+
+
+@app.command()
+def traces(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Traces (sealed memory boxes on one thread of work), most recent first, with their boxes."""
+    import json
+
+    from .paths import MemoryLayout
+    from .traces import load_traces, trace_to_json
+
+    try:
+        cfg = _config()
+        found = load_traces(MemoryLayout(cfg.memory_dir, cfg.state_dir).traces_path)
+    except EngramError as exc:
+        raise _fail(exc) from None
+    if as_json:
+        payload = [{"id": trace.id, **trace_to_json(trace)} for trace in found]
+        sys.stdout.write(json.dumps({"traces": payload}, ensure_ascii=False) + "\n")
+        return
+    if not found:
+        out.print("no traces yet: a box joins a trace when it is sealed")
+        return
+    for trace in found:
+        out.print(
+            f"[bold]{trace.id}[/bold]  {len(trace.boxes)} box(es), "
+            f"{trace.created_at:%Y-%m-%d %H:%M} – {trace.last_seen:%Y-%m-%d %H:%M}"
+        )
+        out.print(f"  topics: {', '.join(trace.topics)}", markup=False)
+        for box in trace.boxes:
+            out.print(
+                f"  {box.created_at:%Y-%m-%d %H:%M}  {box.id}  {box.memories} memories  "
+                f"session {box.session}  {box.path}",
+                markup=False,
+            )
+
+
 def main() -> None:
     app()
 

@@ -1,8 +1,8 @@
 """The pipeline: the one module that knows the stage order.
 
     turn -> sanitize -> signal scan -> journal -> smart buffer -> (trigger) -> extract
-         -> normalize -> dedup (exact, then near) -> write -> index -> telemetry
-         -> journal "done"
+         -> normalize -> dedup (exact, then near) -> write -> boxes + traces -> graph edges
+         -> index -> telemetry -> journal "done"
 
 Stages don't call each other sideways; each is a small object handed in by the caller
 (:func:`engram_md.app.open_pipeline` builds the real ones, tests build fakes).
@@ -50,6 +50,21 @@ class Indexer(Protocol):
     def batch_done(self) -> None: ...
 
 
+class Organizer(Protocol):
+    """What the pipeline needs from the structure stage (boxes, traces, graph edges);
+    :class:`engram_md.structure.Structure` is the real one."""
+
+    def prepare(self, fact: Fact) -> Fact: ...
+
+    def add(self, path: Path, fact: Fact) -> None: ...
+
+    def confirm(self, path: Path, fact: Fact, at: datetime) -> None: ...
+
+    def recover(self, path: Path, fact: Fact) -> None: ...
+
+    def end_input(self) -> object: ...
+
+
 @dataclass
 class Stats:
     turns_received: int = 0
@@ -76,6 +91,7 @@ class Pipeline:
         actions: ActionLog,
         speakers: SpeakerBook,
         indexer: Indexer | None = None,
+        structure: Organizer | None = None,
         on_extraction: Callable[[], None] | None = None,
         sleep: Callable[[float], None] | None = None,
     ) -> None:
@@ -87,6 +103,7 @@ class Pipeline:
         self.actions = actions
         self.speakers = speakers
         self.indexer = indexer
+        self.structure = structure
         self.on_extraction = on_extraction
         self.buffer = SmartBuffer(cfg.buffer)
         self.stats = Stats()
@@ -135,6 +152,8 @@ class Pipeline:
         ok = True
         for batch in self.buffer.flush_batches():
             ok = self._run(batch, final=True) and ok
+        if self.structure is not None:
+            self.structure.end_input()  # the end of the input closes every open box
         self._save_speakers()
         return ok
 
@@ -243,7 +262,11 @@ class Pipeline:
         if existing is not None:
             self._confirm(existing[0], existing[1], fact, how)
             return
+        if self.structure is not None:
+            fact = self.structure.prepare(fact)  # may seal a box; sets the fact's boxId
         path = self.store.write_new(fact)
+        if self.structure is not None:
+            self.structure.add(path, fact)
         rel = self.store.layout.relative(path)
         self.stats.facts_written += 1
         self.stats.written_paths.append(rel)
@@ -271,6 +294,9 @@ class Pipeline:
         fresh = [t for t in new.source_turn_ids if t not in existing.source_turn_ids]
         rel = self.store.layout.relative(path)
         if not fresh:
+            if self.structure is not None:
+                # A replay after a crash: the box membership or edges may not have been saved.
+                self.structure.recover(path, existing)
             self.actions.record(
                 "update_note", "skipped", "already_confirmed_by_these_turns", memory_id=existing.id
             )
@@ -288,6 +314,8 @@ class Pipeline:
             expires_at=None,
         )
         self.store.rewrite(path, updated)
+        if self.structure is not None:
+            self.structure.confirm(path, updated, new.created)
         self.stats.facts_confirmed += 1
         self.actions.record(
             "update_note",

@@ -1,0 +1,134 @@
+"""Box files: fixed bytes, readable back, links that resolve to the fact files."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import frontmatter
+import pytest
+
+from engram_md.boxes import Box, BoxMember
+from engram_md.boxfile import box_path, parse_box, read_box, render_box, write_box
+from engram_md.errors import MemoryFileError
+from engram_md.paths import MemoryLayout
+
+from .test_topics import T0
+
+
+def make_box(**kw: object) -> Box:
+    members = (
+        BoxMember(
+            "preference-1",
+            "facts/2026-03-02/preference-090200-3f9c2a1b.md",
+            "Dana wants [uv] instead of pip.",
+            created=T0,
+        ),
+        BoxMember(
+            "decision-2",
+            "facts/2026-03-03/decision-100000-aaaaaaaa.md",
+            "We move to PostgreSQL 16.",
+            created=T0 + timedelta(minutes=9),
+        ),
+    )
+    values: dict[str, object] = dict(
+        id="box-20260302-090000-abcdef12",
+        session="demo-1",
+        created_at=T0,
+        sealed_at=T0 + timedelta(minutes=40),
+        seal_reason="idle",
+        topics=("postgresql", "uv"),
+        memory_ids=tuple(m.id for m in members),
+        trace_id="trace-20260302-12345678",
+        goal="We move to PostgreSQL 16.",
+        outcome="unknown",
+        summary="Dana wants uv instead of pip. We move to PostgreSQL 16.",
+        members=members,
+    )
+    values.update(kw)
+    return Box(**values)  # type: ignore[arg-type]
+
+
+def layout(tmp_path: Path) -> MemoryLayout:
+    return MemoryLayout(tmp_path / "memory", tmp_path / "state")
+
+
+def test_frontmatter_has_the_fields_in_order(tmp_path: Path) -> None:
+    post = frontmatter.loads(render_box(make_box()))
+    assert list(post.metadata) == [
+        "id",
+        "session",
+        "createdAt",
+        "sealedAt",
+        "sealReason",
+        "topics",
+        "memoryIds",
+        "traceId",
+        "goal",
+        "outcome",
+    ]
+    text = render_box(make_box())
+    assert "createdAt: 2026-03-02T09:00:00Z" in text
+    assert "topics: [postgresql, uv]" in text
+
+
+def test_links_are_relative_and_resolve_to_the_facts(tmp_path: Path) -> None:
+    lay = layout(tmp_path)
+    box = make_box()
+    for member in box.members:
+        target = lay.memory_dir / member.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("fact")
+    path, changed = write_box(lay, box)
+    assert changed and path == lay.memory_dir / "boxes/2026-03-02/box-20260302-090000-abcdef12.md"
+    text = path.read_text()
+    assert "](../../facts/2026-03-02/preference-090200-3f9c2a1b.md)" in text
+    for href in [line.split("](")[1].rstrip(")") for line in text.splitlines() if "](" in line]:
+        assert (path.parent / href).resolve().is_file(), href
+
+
+def test_read_gives_back_what_was_written(tmp_path: Path) -> None:
+    lay = layout(tmp_path)
+    box = make_box()
+    path, _ = write_box(lay, box)
+    back = read_box(path, lay)
+    assert back.members == tuple(BoxMember(m.id, m.path, m.statement) for m in box.members)
+    assert back.members[0].statement == "Dana wants [uv] instead of pip."  # escaped and back
+    assert back.summary == box.summary
+    assert (back.id, back.trace_id, back.topics, back.memory_ids) == (
+        box.id,
+        box.trace_id,
+        box.topics,
+        box.memory_ids,
+    )
+    assert back.sealed_at == box.sealed_at and back.goal == box.goal
+    assert read_box(path).members == back.members  # the usual layout without a MemoryLayout
+
+
+def test_writing_the_same_box_again_changes_nothing(tmp_path: Path) -> None:
+    lay = layout(tmp_path)
+    path, _ = write_box(lay, make_box())
+    before = path.stat().st_mtime_ns, path.read_bytes()
+    assert write_box(lay, make_box()) == (path, False)
+    assert (path.stat().st_mtime_ns, path.read_bytes()) == before
+
+
+def test_a_box_without_goal_or_trace_renders_null(tmp_path: Path) -> None:
+    box = make_box(goal=None, trace_id=None, summary="")
+    back = parse_box(render_box(box))
+    assert back.goal is None and back.trace_id is None and back.summary == ""
+
+
+def test_box_path_refuses_ids_that_escape(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        box_path(layout(tmp_path), make_box(id="../../../etc/x"))
+
+
+def test_garbage_is_a_memory_file_error(tmp_path: Path) -> None:
+    path = tmp_path / "box.md"
+    path.write_text("no frontmatter here")
+    with pytest.raises(MemoryFileError):
+        read_box(path)
+    path.write_text("---\nid: [unclosed\n---\nx\n")
+    with pytest.raises(MemoryFileError):
+        read_box(path)
