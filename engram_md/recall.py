@@ -18,6 +18,7 @@ from __future__ import annotations
 import calendar
 import math
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -298,6 +299,7 @@ class Recaller:
         self.access = access
         self.cfg = cfg
         self.weights = weights
+        self._text_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-fts")
 
     def recall(
         self,
@@ -327,11 +329,14 @@ class Recaller:
     def _candidates(self, query: str, where: str | None) -> list[_Pooled]:
         """Both channels' candidates, once each: cosine for all, BM25 where the text matched."""
         k = self.weights.candidates_per_channel
+        # The full-text query waits on LanceDB's own threads and the embedding on
+        # onnxruntime's, both without the GIL: asking both at once hides the shorter one.
+        text_hits = self._text_pool.submit(self.index.text_search, query, k, where=where)
         qvec = self.embedder.embed([query])[0]
         pool: dict[str, _Pooled] = {}
         for hit in self.index.vector_search(qvec, k, where=where, exact=False):
             pool[hit.row.id] = _Pooled(hit.row, hit.score, 0.0, ["vector"])
-        for hit in self.index.text_search(query, k, where=where):
+        for hit in text_hits.result():
             found = pool.get(hit.row.id)
             if found is None:
                 pool[hit.row.id] = _Pooled(hit.row, _cosine(hit.row, qvec), hit.score, ["text"])
