@@ -102,8 +102,14 @@ def open_engine(
                 )
         speakers = SpeakerBook.from_dict(load_json(layout.speakers_path, {}))
         actions = ActionLog(layout.actions_path)
+        on_seal = None
+        if indexer is not None:
+            from .boxindex import upsert_box
+
+            index = indexer.index
+            on_seal = lambda path, box: upsert_box(index, layout, path, box)  # noqa: E731
         structure = (
-            Structure(cfg, layout, actions, fsync=store.fsync)
+            Structure(cfg, layout, actions, fsync=store.fsync, on_seal=on_seal)
             if cfg.boxes.enabled or cfg.graph.enabled
             else None
         )
@@ -156,8 +162,20 @@ class RecallSession:
                 self.index = indexer.index
             finally:
                 lock.release()
+        graph = None
+        if cfg.graph.enabled:
+            from .graph import load_adjacency
+
+            # Read once: a recall session is short, and the daemon serves the live graph.
+            adjacency = load_adjacency(self.layout.graphs_dir)
+            graph = lambda: adjacency  # noqa: E731
         self.recaller = Recaller(
-            self.index, self.embedder, AccessLog(self.layout.access_path), cfg.recall
+            self.index,
+            self.embedder,
+            AccessLog(self.layout.access_path),
+            cfg.recall,
+            graph=graph,
+            graph_cfg=cfg.graph,
         )
 
 
@@ -176,11 +194,19 @@ def serving(engine: Engine) -> Iterator[None]:
     if engine.indexer is None:
         yield
         return
+    structure = engine.structure
+    graph = (
+        structure.graph.adjacency
+        if structure is not None and structure.graph is not None and engine.cfg.graph.enabled
+        else None
+    )
     recaller = Recaller(
         engine.indexer.index,
         engine.indexer.embedder,
         AccessLog(engine.layout.access_path),
         engine.cfg.recall,
+        graph=graph,
+        graph_cfg=engine.cfg.graph,
     )
     server = RecallServer(
         recaller,

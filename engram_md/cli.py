@@ -323,6 +323,16 @@ def explain(
             f" + tier {p['tier_bias']:+.2f}; recency {p['recency']:.2f}; raw {p['raw']:.3f}",
             markup=False,
         )
+        if p.get("graph") or cand.get("graphPath"):
+            steps = ", ".join(
+                f"{e['kind']} {e['source']} -> {e['target']} ({e['confidence']:.2f})"
+                for e in cand.get("graphPath", [])
+            )
+            out.print(
+                f"   graph {p['graph']:.3f} blended with own score {p['own']:.3f}"
+                + (f"; path: {steps}" if steps else " (a seed)"),
+                markup=False,
+            )
         out.print(f"   {cand['reason']}", markup=False)
 
 

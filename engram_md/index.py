@@ -508,6 +508,14 @@ class MemoryIndex:
             rows = resident.rows([p for _, p in found])
         return {row.id: row for row in rows}
 
+    def rows_of_kind(self, kind: str) -> list[IndexRow]:
+        """Every live row of one kind (e.g. the few ``box`` rows), without the others."""
+        with self._lock:
+            resident = self._current()
+            kinds = resident.columns.column("kind").to_numpy(zero_copy_only=False)
+            live = resident.alive[: resident.n]
+            return resident.rows(np.flatnonzero((kinds == kind) & live))
+
     def paths(self, ids: Sequence[str]) -> dict[str, str]:
         """id -> path relative to the memory folder, for the ids the index holds."""
         return {row_id: row.path for row_id, row in self.get(ids).items()}

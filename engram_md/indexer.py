@@ -41,6 +41,7 @@ import numpy as np
 import regex
 
 from .atomic import is_temp_file
+from .boxindex import sync_boxes
 from .config import Config
 from .dedup import HashIndex
 from .embeddings import Embedder
@@ -269,13 +270,17 @@ class Indexer:
         are still reused).
         """
         with self._lock:
-            return self._reconcile_all(progress, force_read=full, force_embed=False)
+            report = self._reconcile_all(progress, force_read=full, force_embed=False)
+            # Box rows are kept by their own small module (boxindex.py), at the same moments.
+            sync_boxes(self.index, self.layout)
+            return report
 
     def rebuild(self, progress: Progress | None = None) -> ReconcileReport:
         """Index the whole folder from scratch: every file re-read and re-embedded, every
         other fact row dropped, the hash index and the centroid derived anew."""
         with self._lock:
             report = self._reconcile_all(progress, force_read=True, force_embed=True)
+            sync_boxes(self.index, self.layout)
             self._sum_ready = False
             self._snapshot_loaded = True
             self._publish(force=True)

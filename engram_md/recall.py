@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import calendar
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -27,13 +27,17 @@ import numpy as np
 import regex
 
 from .access import ACTIVATION_BOOST, AccessLog
-from .config import RecallConfig
+from .activation import Activation, Adjacency, Step, activate
+from .config import GraphConfig, RecallConfig
 from .dates import parse_absolute_dates
 from .embeddings import Embedder
 from .index import IndexRow, MemoryIndex
 from .neighbors import neighbour_support
 
-ACTIVE = "status = 'active'"
+# Facts only: boxes have their own short section (topic windows).
+FACTS = "kind = 'fact'"
+ACTIVE = "status = 'active' AND kind = 'fact'"
+ACTIVE_BOXES = "status = 'active' AND kind = 'box'"
 # Categories that tell the agent how to behave: shown first when relevant.
 PROCEDURAL = frozenset({"preference", "principle", "skill"})
 
@@ -90,6 +94,17 @@ class Weights:
     # about as close as paraphrases of one statement usually are.
     duplicate_cosine: float = 0.95
     same_turns_cosine: float = 0.5
+    # Graph expansion: the best `graph_seeds` memories spread activation over the fact graph
+    # (entity, time and causal edges); score = (1 - graph_share) * own score + graph_share *
+    # activation, and memories the graph reached that the search did not are added.
+    graph_seeds: int = 10
+    graph_share: float = 0.35
+    # Topic windows: up to this many memory boxes (a stretch of a conversation, summarized)
+    # about the query, after the facts, within the budget. Off by default: on the LoCoMo dev
+    # conversations they cost budget that facts used better (docs/ARCHITECTURE.md).
+    topic_windows: int = 0
+    window_min_cosine: float = 0.3
+    window_share: float = 0.15  # of the budget, at most
 
 
 WEIGHTS = Weights()
@@ -114,6 +129,8 @@ class ScoreParts:
     recency: float
     weight: float
     raw: float
+    own: float  # seed 001's sigmoid of raw: the score before the graph
+    graph: float  # activation reached through the graph (0 without a graph)
     score: float
 
 
@@ -124,6 +141,7 @@ class Candidate:
     kept: bool
     reason: str
     channels: tuple[str, ...]
+    path: tuple[Step, ...] = ()  # the graph path that reached it, seed first
 
 
 @dataclass(frozen=True)
@@ -171,7 +189,9 @@ class RecallResult:
         lines = ["<memory>"]
         for m in self.memories:
             label = m.category.upper()
-            if m.memory_kind == "episode":
+            if m.memory_kind == "box":
+                lines.append(f"[TOPIC WINDOW] {m.created:%Y-%m-%d}: {m.content}")
+            elif m.memory_kind == "episode":
                 lines.append(f"[{label}] {m.created:%Y-%m-%d}: {m.content}")
             else:
                 lines.append(f"[{label}] {m.content}")
@@ -192,6 +212,15 @@ class RecallResult:
                     "reason": c.reason,
                     "channels": list(c.channels),
                     "parts": {k: round(getattr(c.parts, k), 4) for k in _PART_NAMES},
+                    "graphPath": [
+                        {
+                            "kind": step.kind,
+                            "source": step.source,
+                            "target": step.target,
+                            "confidence": round(step.confidence, 3),
+                        }
+                        for step in c.path
+                    ],
                 }
                 for c in self.candidates
             ],
@@ -293,8 +322,13 @@ class Recaller:
         cfg: RecallConfig,
         *,
         weights: Weights = WEIGHTS,
+        graph: Callable[[], Adjacency | None] | None = None,
+        graph_cfg: GraphConfig | None = None,
     ) -> None:
         self.index = index
+        # The fact graph, asked for on every query (a daemon's graph changes as it writes).
+        self.graph = graph
+        self.graph_cfg = graph_cfg or GraphConfig()
         self.embedder = embedder
         self.access = access
         self.cfg = cfg
@@ -320,13 +354,54 @@ class Recaller:
         if not query:
             return RecallResult(query, (), 0, budget)
         # explain looks at inactive memories too, to say why they were left out.
-        where = None if (inactive_ok or explain) else ACTIVE
-        pool = self._candidates(query, where)
+        where = FACTS if (inactive_ok or explain) else ACTIVE
+        pool, qvec = self._candidates(query, where)
         scored = self._score(query, pool)
-        return self._select(query, scored, budget, limit, inactive_ok, explain, record_access)
+        scored, paths = self._expand(query, pool, scored, qvec, inactive_ok or explain)
+        windows = self._windows(qvec, budget)
+        reserved = sum(estimate_tokens(m.content) for m in windows)
+        result = self._select(
+            query, scored, budget - reserved, limit, inactive_ok, explain, record_access, paths
+        )
+        room = limit - len(result.memories)
+        windows = windows[: max(0, room)]
+        return replace(
+            result,
+            memories=result.memories + windows,
+            tokens=result.tokens + sum(estimate_tokens(m.content) for m in windows),
+            budget=budget,
+        )
+
+    def _windows(self, qvec: np.ndarray, budget: int) -> tuple[Memory, ...]:
+        """The "recent topic windows" section: the boxes closest to the query (recent first
+        among equals), given at most ``window_share`` of the budget, taken before the facts."""
+        w = self.weights
+        if w.topic_windows <= 0:
+            return ()
+        hits = self.index.vector_search(qvec, w.topic_windows * 4, where=ACTIVE_BOXES)
+        if not hits:
+            return ()
+        newest = max(h.row.created for h in hits)
+        ranked = sorted(
+            (h for h in hits if h.score >= w.window_min_cosine),
+            key=lambda h: -h.score * (1 + w.recency_factor * _recency(newest, h.row, w)),
+        )
+        allowance = int(budget * w.window_share)
+        chosen: list[Memory] = []
+        for hit in ranked[: w.topic_windows]:
+            cost = estimate_tokens(hit.row.content)
+            if cost > allowance:
+                continue
+            allowance -= cost
+            row = hit.row
+            chosen.append(
+                Memory(row.id, row.path, row.category, row.memory_kind, row.content,
+                       hit.score, row.source_turn_ids, row.created)
+            )  # fmt: skip
+        return tuple(chosen)
 
     # ------------------------------------------------------------ stages
-    def _candidates(self, query: str, where: str | None) -> list[_Pooled]:
+    def _candidates(self, query: str, where: str | None) -> tuple[list[_Pooled], np.ndarray]:
         """Both channels' candidates, once each: cosine for all, BM25 where the text matched."""
         k = self.weights.candidates_per_channel
         # The full-text query waits on LanceDB's own threads and the embedding on
@@ -343,7 +418,69 @@ class Recaller:
             else:
                 found.bm25 = hit.score
                 found.channels.append("text")
-        return list(pool.values())
+        return list(pool.values()), qvec
+
+    def _expand(
+        self,
+        query: str,
+        pool: list[_Pooled],
+        scored: list[tuple[IndexRow, ScoreParts, list[str]]],
+        qvec: np.ndarray,
+        inactive_ok: bool,
+    ) -> tuple[list[tuple[IndexRow, ScoreParts, list[str]]], dict[str, tuple[Step, ...]]]:
+        """Spread activation from the best memories over the fact graph and blend it in.
+
+        Memories the graph reaches that the search missed join the pool (scored like the
+        others, with no full-text score), so a fact linked to a strong hit by an entity, a
+        time step or a stated cause can be recalled though it shares no words with the query.
+        Edges naming memories the index does not hold (a file deleted by hand) lead nowhere.
+        """
+        w = self.weights
+        adjacency = self.graph() if self.graph is not None else None
+        if adjacency is None or not len(adjacency) or w.graph_share <= 0 or not scored:
+            return scored, {}
+        seeds = {
+            row.id: parts.own
+            for row, parts, _ in scored[: w.graph_seeds]
+            if row.status == "active" and parts.own > 0
+        }
+        if not seeds:
+            return scored, {}
+        reached: dict[str, Activation] = activate(adjacency, seeds, self.graph_cfg)
+        # Edges can name facts whose files were deleted by hand (the graph is cleaned up by
+        # consolidation and `doctor`): a path through one of them leads nowhere.
+        on_paths = {n for a in reached.values() for s in a.path for n in (s.source, s.target)}
+        indexed = self.index.get(sorted(on_paths | set(reached)))
+        reached = {
+            node: a
+            for node, a in reached.items()
+            if node in indexed and all(s.source in indexed and s.target in indexed for s in a.path)
+        }
+        known = {c.row.id for c in pool}
+        extra = [
+            _Pooled(indexed[node], _cosine(indexed[node], qvec), 0.0, ["graph"])
+            for node in sorted(reached)
+            if node not in known
+            and indexed[node].kind == "fact"
+            and (inactive_ok or indexed[node].status == "active")
+        ]
+        if extra:
+            pool = pool + extra
+            scored = self._score(query, pool)
+        share = w.graph_share
+        blended = []
+        paths: dict[str, tuple[Step, ...]] = {}
+        for row, parts, channels in scored:
+            hit = reached.get(row.id)
+            graph = hit.score if hit is not None else 0.0
+            if hit is not None and hit.path:
+                paths[row.id] = hit.path
+                if "graph" not in channels:
+                    channels = [*channels, "graph"]
+            final = (1 - share) * parts.own + share * graph
+            blended.append((row, replace(parts, graph=graph, score=final), channels))
+        blended.sort(key=lambda item: (-item[1].score, item[0].id))
+        return blended, paths
 
     def _score(
         self, query: str, pool: list[_Pooled]
@@ -382,14 +519,13 @@ class Recaller:
             kind_key = "procedural" if row.category in PROCEDURAL else row.memory_kind
             kind = w.kind_bias.get(kind_key, 0.0)
             tier = w.tier_bias.get(_tier(row.confidence), 0.0)
-            age_hours = max(0.0, (now - row.created).total_seconds() / 3600)
-            recency = math.exp(-age_hours / w.recency_half_life_hours)
+            recency = _recency(now, row, w)
             weight = importance + rep + acc + kind + tier
             raw = relevance * (1 + w.weight_factor * weight + w.recency_factor * recency)
             score = 2 / (1 + math.exp(-2 * raw)) - 1
             parts = ScoreParts(
                 c.cosine, fts_rel, names, dates, nb, relevance, lifecycle, importance, rep, acc,
-                kind, tier, recency, weight, raw, score,
+                kind, tier, recency, weight, raw, score, 0.0, score,
             )  # fmt: skip
             out.append((row, parts, c.channels))
         out.sort(key=lambda item: (-item[1].score, item[0].id))
@@ -404,8 +540,10 @@ class Recaller:
         inactive_ok: bool,
         explain: bool,
         record_access: bool,
+        paths: dict[str, tuple[Step, ...]] | None = None,
     ) -> RecallResult:
         w = self.weights
+        paths = paths or {}
         best = max(
             (p.relevance for r, p, _ in scored if inactive_ok or r.status == "active"),
             default=0.0,
@@ -477,7 +615,7 @@ class Recaller:
         if explain:
             candidates = tuple(
                 Candidate(row, parts, decisions.get(row.id, "").startswith("kept"),
-                          decisions.get(row.id, ""), tuple(channels))
+                          decisions.get(row.id, ""), tuple(channels), paths.get(row.id, ()))
                 for row, parts, channels in scored
             )  # fmt: skip
         return RecallResult(query, memories, used, budget, candidates)
@@ -497,6 +635,11 @@ def _cosine(row: IndexRow, qvec: np.ndarray) -> float:
     if row.vector is None:
         return 0.0
     return float(np.dot(row.vector, qvec))
+
+
+def _recency(now: datetime, row: IndexRow, w: Weights) -> float:
+    age_hours = max(0.0, (now - row.created).total_seconds() / 3600)
+    return math.exp(-age_hours / w.recency_half_life_hours)
 
 
 def _tier(confidence: float) -> str:
