@@ -32,23 +32,55 @@ def ingest_conversation(conv: dict[str, Any], root: Path) -> None:  # type: igno
         raise RuntimeError(result.stderr.decode()[-2000:])
 
 
-def engram_retriever(root: Path) -> Retriever:
+# Ablations measured in the same run: the graph off, and the topic-window section on.
+VARIANTS: dict[str, dict[str, Any]] = {
+    "engram-md": {},
+    "engram-md, no graph": {"graph_share": 0.0},
+    "engram-md, topic windows": {"topic_windows": 2},
+}
+
+
+def engram_retrievers(root: Path, budget: int) -> dict[str, Retriever]:
+    from dataclasses import replace
+
     from engram_md.app import RecallSession
     from engram_md.config import load_config
+    from engram_md.recall import Recaller
 
     cfg = load_config(
         None, env={}, overrides={"memory_dir": root / "memory", "state_dir": root / "state"}
     )
     session = RecallSession(cfg)
-
-    def retrieve(question: str) -> list[Unit]:
-        # The whole ranking; the harness cuts it to the budget exactly as recall would.
-        result = session.recaller.recall(
-            question, budget_tokens=10**9, top_k=10**6, record_access=False
+    base = session.recaller
+    out: dict[str, Retriever] = {}
+    for name, changes in VARIANTS.items():
+        recaller = Recaller(
+            base.index,
+            base.embedder,
+            base.access,
+            base.cfg,
+            weights=replace(base.weights, **changes),
+            graph=base.graph,
+            graph_cfg=base.graph_cfg,
         )
-        return [(m.source_turn_ids, m.content) for m in result.memories]
+        # Topic windows take a share of the budget itself, so that variant is asked with the
+        # real budget; the others return their whole ranking and the harness cuts it to the
+        # budget exactly as recall would.
+        windows = bool(changes.get("topic_windows"))
 
-    return retrieve
+        def retrieve(
+            question: str, recaller: Recaller = recaller, windows: bool = windows
+        ) -> list[Unit]:
+            result = recaller.recall(
+                question,
+                budget_tokens=budget if windows else 10**9,
+                top_k=10**6,
+                record_access=False,
+            )
+            return [(m.source_turn_ids, m.content) for m in result.memories]
+
+        out[name] = retrieve
+    return out
 
 
 def run(budget: int = 1000) -> dict[str, Any]:
@@ -57,12 +89,15 @@ def run(budget: int = 1000) -> dict[str, Any]:
     data = locomo.load()
     questions = locomo.questions(data)
     with tempfile.TemporaryDirectory(prefix="engram-recall-") as tmp:
-        retrievers: dict[str, Retriever] = {}
+        per_conversation: dict[str, dict[str, Retriever]] = {}
         for conv in data:
             root = Path(tmp) / conv["sample_id"]
             ingest_conversation(conv, root)
-            retrievers[conv["sample_id"]] = engram_retriever(root)
-        contenders = {"engram-md": scoped(retrievers)}
+            per_conversation[conv["sample_id"]] = engram_retrievers(root, budget)
+        contenders = {
+            name: scoped({conv: found[name] for conv, found in per_conversation.items()})
+            for name in VARIANTS
+        }
         contenders.update(build_baselines(locomo.turns(data)))
         return evaluate(contenders, questions, budget=budget)
 
