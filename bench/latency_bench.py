@@ -570,39 +570,49 @@ def _through_daemon(
     return out
 
 
-def run_size(n: int, queries: int = 200, *, keep: Path | None = None) -> dict[str, Any]:
+def run_size(
+    n: int, queries: int = 200, *, keep: Path | None = None, reuse: bool = False
+) -> dict[str, Any]:
     """Every figure for one folder size.
 
     The folders live in a temporary directory that is deleted afterwards, or under
-    ``keep/<n>`` and left there (to profile against the same index later).
+    ``keep/<n>`` and left there (to profile against the same index later). With ``reuse``,
+    a folder already built there is measured again without rewriting and reindexing it (the
+    reindex figure is then absent).
     """
     pool = make_queries(WARMUP + queries + 1 + BATCH_QUERIES)
     warmup, timed = pool[:WARMUP], pool[WARMUP : WARMUP + queries]
     single, batch = pool[WARMUP + queries], pool[WARMUP + queries + 1 :]
     with tempfile.TemporaryDirectory(prefix="engram-latency-", dir="/tmp") as tmp:
         root = Path(tmp) if keep is None else keep / str(n)
-        if keep is not None:
-            shutil.rmtree(root, ignore_errors=True)
-            root.mkdir(parents=True)
         memory_dir, state_dir = root / "memory", root / "state"
         out: dict[str, Any] = {"load_before": _load()}
+        if reuse and (state_dir / "index").is_dir():
+            out["reused"] = str(root)
+        else:
+            if keep is not None:
+                shutil.rmtree(root, ignore_errors=True)
+                root.mkdir(parents=True)
+            t0 = time.perf_counter()
+            written = write_facts(memory_dir, n)
+            out["files_written_s"] = round(time.perf_counter() - t0, 2)
+            out["files"] = written
 
-        t0 = time.perf_counter()
-        written = write_facts(memory_dir, n)
-        out["files_written_s"] = round(time.perf_counter() - t0, 2)
-        out["files"] = written
-
-        t0 = time.perf_counter()
-        result = subprocess.run(
-            _cli_argv(memory_dir, state_dir, "reindex"), capture_output=True, env=_env()
-        )
-        out["reindex_s"] = round(time.perf_counter() - t0, 2)
-        _check(result, "reindex")
+            t0 = time.perf_counter()
+            result = subprocess.run(
+                _cli_argv(memory_dir, state_dir, "reindex"), capture_output=True, env=_env()
+            )
+            out["reindex_s"] = round(time.perf_counter() - t0, 2)
+            _check(result, "reindex")
 
         # The in-process run caches its query vectors on disk; the daemon must start from the
         # cache reindex left, or its queries would skip embedding and look faster than they are.
         cache = MemoryLayout(memory_dir, state_dir).embedding_cache_dir
         cache_copy = root / "embeddings-after-reindex"
+        if reuse and cache.is_dir():
+            # A reused folder's cache may hold these very queries from an earlier run: start
+            # from none (the index holds every memory's vector; the cache only saves work).
+            shutil.rmtree(cache)
         if cache.is_dir():
             shutil.copytree(cache, cache_copy)
 
@@ -610,8 +620,8 @@ def run_size(n: int, queries: int = 200, *, keep: Path | None = None) -> dict[st
         out["in_process_ms"] = in_process
         out["session_open_s"] = round(opened, 2)
 
+        shutil.rmtree(cache, ignore_errors=True)
         if cache_copy.is_dir():
-            shutil.rmtree(cache)
             shutil.move(cache_copy, cache)
         out.update(_through_daemon(root, memory_dir, state_dir, warmup, timed, single, batch))
         out["load_after"] = _load()
@@ -619,7 +629,11 @@ def run_size(n: int, queries: int = 200, *, keep: Path | None = None) -> dict[st
 
 
 def run(
-    sizes: Sequence[int] = (10_000, 100_000), queries: int = 200, *, keep: Path | None = None
+    sizes: Sequence[int] = (10_000, 100_000),
+    queries: int = 200,
+    *,
+    keep: Path | None = None,
+    reuse: bool = False,
 ) -> dict[str, Any]:
     """Figures per folder size, keyed by the size as a string (JSON object keys).
 
@@ -632,7 +646,7 @@ def run(
     """
     results: dict[str, Any] = {}
     for n in sizes:
-        results[str(n)] = run_size(n, queries, keep=keep)
+        results[str(n)] = run_size(n, queries, keep=keep, reuse=reuse)
         print(f"latency bench, {n} memories: {json.dumps(results[str(n)])}", file=sys.stderr)
     return results
 
@@ -644,8 +658,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--keep", type=Path, default=None, help="Build the folders under KEEP/<size>; keep them."
     )
+    parser.add_argument(
+        "--reuse", action="store_true", help="Measure folders already built under KEEP again."
+    )
     args = parser.parse_args(argv)
-    print(json.dumps(run(args.sizes, args.queries, keep=args.keep), indent=2))
+    result = run(args.sizes, args.queries, keep=args.keep, reuse=args.reuse)
+    print(json.dumps(result, indent=2))
     return 0
 
 
