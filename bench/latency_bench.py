@@ -509,7 +509,7 @@ def _through_daemon(
     from engram_md.server import RecallClient
 
     empty = root / "no-transcripts"
-    empty.mkdir()
+    empty.mkdir(exist_ok=True)
     log = root / "daemon.log"
     endpoint_path = MemoryLayout(memory_dir, state_dir).daemon_endpoint_path
     out: dict[str, Any] = {}
