@@ -566,6 +566,149 @@ def traces(
             )
 
 
+# ---------------------------------------------------------------- doctor / forget
+
+
+@app.command()
+def doctor(
+    do_repair: Annotated[
+        bool, typer.Option("--repair", help="Repair what can be repaired, then check again.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Check that the folder, index, hashes, graph and boxes agree; --repair fixes them.
+
+    Exit status 0 when all is well (or everything was repaired), 1 when problems remain.
+    Checking works beside a running daemon; --repair is refused while it runs.
+    """
+    import json
+
+    from .doctor import examine, problem_kinds, repair
+
+    try:
+        cfg = _config()
+        report = repair(cfg) if do_repair else examine(cfg)
+    except EngramError as exc:
+        raise _fail(exc) from None
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False) + "\n")
+        raise typer.Exit(code=0 if report.ok else 1)
+    for item in report.repaired:
+        out.print(
+            f"repaired  {item.kind}  {item.subject}: {item.detail}", markup=False, soft_wrap=True
+        )
+    for item in report.problems:
+        out.print(
+            f"problem   {item.kind}  {item.subject}: {item.detail}", markup=False, soft_wrap=True
+        )
+    for note in report.notes:
+        out.print(f"note: {note}", markup=False, soft_wrap=True)
+    if report.ok:
+        done = f"; {len(report.repaired)} problem(s) repaired" if report.repaired else ""
+        out.print(f"all good{done}", markup=False, soft_wrap=True)
+    else:
+        kinds = ", ".join(f"{n} {kind}" for kind, n in problem_kinds(report.problems).items())
+        hint = "" if do_repair else "; `engram-md doctor --repair` fixes what it can"
+        out.print(f"{len(report.problems)} problem(s): {kinds}{hint}", markup=False, soft_wrap=True)
+    raise typer.Exit(code=0 if report.ok else 1)
+
+
+@app.command()
+def forget(
+    target: Annotated[str, typer.Argument(help="A memory's id, or a query to search for.")],
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Forget a query's matches without asking.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show what would be forgotten; change nothing.")
+    ] = False,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, help="Matches of a query shown (and forgotten).")
+    ] = 5,
+    reason: Annotated[str, typer.Option("--reason", help="Why (kept in the tombstone).")] = "",
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Remove a memory everywhere (file, index, hashes, graph, boxes, caches), leaving a
+    tombstone without its content in state/forgotten.jsonl.
+
+    An id is forgotten at once. Any other text is a query: its matches are shown and
+    forgotten only after you confirm, or with --yes (every match shown; narrow with --limit).
+    Refused while the daemon runs.
+    """
+    import json
+
+    from .forget import ForgetReport, is_known_id, looks_like_id, search
+    from .forget import forget as forget_ids
+
+    text = target.strip()
+    try:
+        cfg = _config()
+        if is_known_id(cfg, text):
+            ids = [text]
+        elif looks_like_id(text):
+            err.print(
+                f"engram-md: no memory with id {text!r} in {cfg.memory_dir}",
+                markup=False,
+                soft_wrap=True,
+            )
+            raise typer.Exit(code=1)
+        else:
+            matches = search(cfg, text, limit)
+            if not matches:
+                err.print(f"engram-md: no memory matches {text!r}", markup=False, soft_wrap=True)
+                raise typer.Exit(code=1)
+            listing = err if as_json else out
+            for n, match in enumerate(matches, 1):
+                listing.print(
+                    f"{n}. {match.id}  ({match.category}, score {match.score:.2f})  {match.path}",
+                    markup=False,
+                    soft_wrap=True,
+                )
+                listing.print(
+                    f"   {' '.join(match.content.split())[:200]}", markup=False, soft_wrap=True
+                )
+            if not yes and not dry_run:
+                if not sys.stdin.isatty():
+                    err.print(
+                        "engram-md: nothing forgotten: confirm with --yes (it forgets every "
+                        "match listed), or forget one by its id",
+                        markup=False,
+                    )
+                    raise typer.Exit(code=1)
+                if not typer.confirm(f"Forget these {len(matches)} memories?", err=True):
+                    raise typer.Exit(code=1)
+            ids = [match.id for match in matches]
+        report: ForgetReport = forget_ids(cfg, ids, reason=reason, dry_run=dry_run)
+    except EngramError as exc:
+        raise _fail(exc) from None
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False) + "\n")
+    else:
+        verb = "would forget" if report.dry_run else "forgot"
+        for item in report.forgotten:
+            places = [
+                "file" if item.file_removed else "",
+                "index row" if item.index_row else "",
+                "hash entry" if item.hash_entry else "",
+                f"{item.graph_edges} graph edge(s)" if item.graph_edges else "",
+                "graph node" if item.graph_node else "",
+                *(f"box {b} (rewritten)" for b in item.boxes_rewritten),
+                *(f"box {b} (removed: nothing else in it)" for b in item.boxes_removed),
+                f"open box {item.open_box}" if item.open_box else "",
+                f"{item.access_records} recall count(s)" if item.access_records else "",
+            ]
+            where = ", ".join(p for p in places if p) or "nothing left to remove"
+            out.print(f"{verb} {item.id} ({item.path}): {where}", markup=False, soft_wrap=True)
+        for rel in report.derived:
+            out.print(f"updated derived page {rel}", markup=False, soft_wrap=True)
+        for note in report.notes:
+            out.print(f"note: {note}", markup=False, soft_wrap=True)
+    for missing in report.missing:
+        err.print(f"engram-md: no memory with id {missing!r}", markup=False, soft_wrap=True)
+    if report.missing and not report.forgotten:
+        raise typer.Exit(code=1)
+
+
 def main() -> None:
     app()
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import frontmatter
+import regex
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -32,6 +33,8 @@ from .models import (
     VerificationState,
 )
 from .normalize import confidence_tier
+
+_SURROGATE = regex.compile(r"[\ud800-\udfff]")
 
 # The order keys are written in. Optional keys are written only when set.
 KEY_ORDER = (
@@ -88,27 +91,50 @@ def _represent_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.Node:
     return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=flow)
 
 
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    # PyYAML writes NEL (U+0085) raw inside a single-quoted scalar and reads it back as a
+    # folded line break, i.e. a space; double quotes escape it ("\N") and round-trip.
+    if "\x85" in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
+    return dumper.represent_str(value)
+
+
 _Dumper.add_representer(datetime, _represent_datetime)
+_Dumper.add_representer(str, _represent_str)
 _Dumper.add_representer(list, _represent_list)
 
 
 def format_time(value: datetime) -> str:
-    """UTC, second precision, ``Z`` suffix: ``2026-03-02T09:02:00Z``."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """UTC, second precision, ``Z`` suffix: ``2026-03-02T09:02:00Z``.
+
+    A naive value is taken as UTC (YAML's reading of a time without an offset). The year is
+    always four digits: ``strftime`` writes year 1 as ``1``, which YAML no longer reads as a
+    time. A value that leaves datetime's range once moved to UTC keeps its own offset.
+    """
+    try:
+        utc = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except OverflowError:
+        return value.isoformat(timespec="seconds")
+    return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S}Z"
 
 
 # ---------------------------------------------------------------- validation at the edge
 
 
 def _as_utc(value: Any) -> datetime:
-    if isinstance(value, datetime):
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day, tzinfo=UTC)
-    if isinstance(value, str):
-        text = value.strip().replace("Z", "+00:00")
-        parsed = datetime.fromisoformat(text)
-        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    try:
+        if isinstance(value, datetime):
+            return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        if isinstance(value, date):
+            return datetime(value.year, value.month, value.day, tzinfo=UTC)
+        if isinstance(value, str):
+            text = value.strip().replace("Z", "+00:00")
+            parsed = datetime.fromisoformat(text)
+            return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    except OverflowError as exc:
+        # Year 1 with a positive offset, year 9999 with a negative one: pydantic reports
+        # a ValueError as a validation error, anything else would escape it.
+        raise ValueError(f"date-time out of range: {value!r}") from exc
     raise ValueError(f"not a date-time: {value!r}")
 
 
@@ -264,20 +290,17 @@ def render_fact(fact: Fact) -> str:
 
 def parse_fact(text: str, *, path: str = "<memory>") -> Fact:
     """Parse a fact file. Raises :class:`MemoryFileError` with a readable reason."""
+    metadata, body = _load(text.removeprefix("\ufeff"), path)  # editors may add a BOM
     try:
-        post = frontmatter.loads(text)
-    except (yaml.YAMLError, ValueError, TypeError) as exc:
-        raise MemoryFileError(path, f"frontmatter is not valid YAML ({_first_line(exc)})") from exc
-    if not post.metadata:
-        raise MemoryFileError(path, "no frontmatter block (expected '---' lines around YAML)")
-    try:
-        meta = _Frontmatter.model_validate(post.metadata)
+        meta = _Frontmatter.model_validate(metadata)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()[:3]
         )
         raise MemoryFileError(path, f"invalid frontmatter: {problems}") from exc
-    content = post.content.strip()
+    # python-frontmatter folds CRLF once; a lone or doubled CR would fold one step further
+    # on every rewrite, so all line breaks become LF here and a rewrite is a fixed point.
+    content = body.replace("\r\n", "\n").replace("\r", "\n").strip()
     if not content:
         raise MemoryFileError(path, "empty body (the fact's statement is missing)")
     extra = {k: v for k, v in (meta.model_extra or {}).items() if k not in KEY_ORDER}
@@ -323,13 +346,76 @@ def parse_fact(text: str, *, path: str = "<memory>") -> Fact:
     )
 
 
+_YAML = frontmatter.YAMLHandler()
+
+# Frontmatter we write is flat: scalars, short lists, a list of small mappings. These limits
+# sit far above that and bound what a broken or hostile file can cost: YAML anchors that
+# expand exponentially when walked ("billion laughs") and nesting thousands deep.
+MAX_FRONTMATTER_NODES = 20_000
+MAX_FRONTMATTER_DEPTH = 16
+
+
+def _load(text: str, path: str) -> tuple[dict[str, Any], str]:
+    """The YAML mapping and the body of a fact file, or a MemoryFileError saying why not."""
+    # Only YAML between '---' lines at the very top is frontmatter. python-frontmatter would
+    # also take JSON ("{") or TOML ("+++") headers, and its splitter alone ignores whatever
+    # precedes the first '---'.
+    if not _YAML.detect(text.strip()):
+        raise MemoryFileError(path, "no frontmatter block (expected '---' lines around YAML)")
+    try:
+        metadata, body = frontmatter.parse(text, handler=_YAML)
+    except RecursionError as exc:
+        raise MemoryFileError(path, "frontmatter is nested too deeply") from exc
+    except Exception as exc:
+        # PyYAML's constructors raise more than YAMLError on odd input (AttributeError for a
+        # malformed timestamp, OverflowError for a date out of range, ValueError for a bad
+        # offset); whatever it is, the file is unreadable, not the program broken.
+        raise MemoryFileError(path, f"frontmatter is not valid YAML ({_first_line(exc)})") from exc
+    if not metadata:
+        raise MemoryFileError(path, "no frontmatter block (expected '---' lines around YAML)")
+    if not all(isinstance(key, str) for key in metadata):
+        raise MemoryFileError(path, "invalid frontmatter: every key must be text")
+    problem = _shape_problem(metadata)
+    if problem:
+        raise MemoryFileError(path, f"invalid frontmatter: {problem}")
+    if _SURROGATE.search(body):
+        # Only reachable through parse_fact(str): such a fact could never be written back.
+        raise MemoryFileError(path, "the body holds a lone surrogate (not encodable text)")
+    return metadata, body
+
+
+def _shape_problem(metadata: dict[str, Any]) -> str | None:
+    """Why the loaded YAML is too large, too deep or not writable as UTF-8; None if fine.
+
+    The walk counts every visit, so a shared (aliased) node counts once per reference, just
+    as str() or a rewrite would expand it; it stops as soon as the budget is spent.
+    """
+    budget = MAX_FRONTMATTER_NODES
+    stack: list[tuple[Any, int]] = [(metadata, 0)]
+    while stack:
+        value, depth = stack.pop()
+        budget -= 1
+        if budget < 0:
+            return f"more than {MAX_FRONTMATTER_NODES} values (YAML aliases expanding?)"
+        if depth > MAX_FRONTMATTER_DEPTH:
+            return f"nested deeper than {MAX_FRONTMATTER_DEPTH} levels"
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                return "a lone surrogate escape (\\uD800-\\uDFFF) is not text"
+        elif isinstance(value, dict):
+            stack.extend((item, depth + 1) for pair in value.items() for item in pair)
+        elif isinstance(value, list | tuple | set | frozenset):
+            stack.extend((item, depth + 1) for item in value)
+    return None
+
+
 def read_fact(path: Path) -> Fact:
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise MemoryFileError(str(path), f"cannot read: {exc.strerror}") from exc
     try:
-        text = raw.decode("utf-8").removeprefix("\ufeff")  # editors may add a BOM
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MemoryFileError(str(path), f"not UTF-8 (byte {exc.start})") from exc
     return parse_fact(text, path=str(path))

@@ -7,19 +7,39 @@ memory folder.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import regex
 
-_SLUG_DROP = regex.compile(r"[^\p{L}\p{N}]+")
+# Combining marks stay with their letter: dropping them would split "Rene\u0301e" (the
+# decomposed spelling of "Renée") into "rene-e".
+_SLUG_DROP = regex.compile(r"[^\p{L}\p{N}\p{M}]+")
+# A mark with no letter or digit before it (after a space, or first) has nothing to belong
+# to; NFKC turns spacing accents such as "´" into exactly that (a space and a mark).
+_ORPHAN_MARKS = regex.compile(r"(?<![\p{L}\p{N}\p{M}])\p{M}+")
+# Most file systems allow 255 bytes per name; a slug is only part of one ("person-<slug>.md",
+# "<category>-<time>-<hash>.md"), and a letter can take 4 bytes in UTF-8.
+MAX_SLUG_BYTES = 120
 
 
-def safe_slug(name: str, *, fallback: str = "x", max_len: int = 64) -> str:
-    """A file-name-safe slug: letters and digits joined by single hyphens, lowercase."""
-    slug = _SLUG_DROP.sub("-", name.casefold()).strip("-")[:max_len].strip("-")
-    return slug or fallback
+def safe_slug(
+    name: str, *, fallback: str = "x", max_len: int = 64, max_bytes: int = MAX_SLUG_BYTES
+) -> str:
+    """A file-name-safe slug: letters and digits joined by single hyphens, lowercase.
+
+    At most ``max_len`` characters and ``max_bytes`` bytes of UTF-8. NFKC folding first makes
+    compatibility look-alikes (full-width "ＤＡＮＡ", the ligature "ﬁ") and the composed and
+    decomposed spellings of one name give the same slug.
+    """
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
+    folded = _ORPHAN_MARKS.sub("", folded)
+    slug = _SLUG_DROP.sub("-", folded).strip("-")[:max_len]
+    while len(slug.encode("utf-8")) > max_bytes:
+        slug = slug[:-1]
+    return slug.strip("-") or fallback
 
 
 @dataclass(frozen=True)
@@ -53,8 +73,10 @@ class MemoryLayout:
         return self.memory_dir / "IDENTITY.md"
 
     def fact_path(self, category: str, created: datetime, hash8: str) -> Path:
-        day = created.strftime("%Y-%m-%d")
-        name = f"{safe_slug(category)}-{created.strftime('%H%M%S')}-{safe_slug(hash8)}.md"
+        # Four-digit years always: strftime writes year 1 as "1".
+        day = f"{created.year:04d}-{created:%m-%d}"
+        slug = safe_slug(category, max_len=32)
+        name = f"{slug}-{created:%H%M%S}-{safe_slug(hash8, max_len=16)}.md"
         return self.inside(self.facts_dir / day / name)
 
     def inside(self, path: Path) -> Path:

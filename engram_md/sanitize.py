@@ -85,7 +85,7 @@ _RULES: list[tuple[str, regex.Pattern[str]]] = [
         "password",
         regex.compile(
             r"\b[A-Za-z][A-Za-z0-9+.\-]{1,30}://[^\s:/@\[\]]*:"
-            r"(?!\[REDACTED|(?:password|passwd|pass|pwd|secret)@|[<$%{])(?P<secret>[^\s@/]+)@",
+            r"(?!\[REDACTED|(?:password|passwd|pass|pwd|secret)@|[<${]|%[A-Za-z_]\w*%)(?P<secret>[^\s@/]+)@",
             _FLAGS,
         ),
     ),
@@ -169,7 +169,7 @@ _RULES: list[tuple[str, regex.Pattern[str]]] = [
 # word; its prefix (DB_PASSWORD, client_secret) is read by _key_of(), which keeps the scan
 # linear on long runs of word characters.
 _ASSIGNMENT = regex.compile(
-    r"(?P<word>passwords?|passwd|passphrase|pwd|api[_\-]?key|access[_\-]?key|"
+    r"(?P<word>passwords?|passwd|passphrase|pwd|pass|api[_\-]?key|access[_\-]?key|"
     r"secret[_\-]?key|private[_\-]?key|secret|token|credentials?)"
     r"[\"']?[ \t]*(?P<sep>:=|=>|=(?!=)|:)[ \t]*"
     r"(?P<quote>[\"'`])?(?!\[REDACTED)(?P<secret>(?(quote)[^\"'`\n]+|[^\s\"'`]+))",
@@ -181,7 +181,7 @@ _PASSWORD_PHRASE = regex.compile(
     r"""
     \b(?P<owner>my|our|your|his|her|their|the|a|this|that)?[ \t]*
     (?:[A-Za-z0-9\-]{1,30}[ \t]+)?                                # "wifi", "root"
-    (?P<word>password|passwd|passphrase|passcode|pin)
+    (?P<word>password|passwd|passphrase|passcode|pin|pwd)
     (?:[ \t]+(?:for|to|on|of)[ \t]+(?:(?:the|my|our)[ \t]+)?[A-Za-z0-9.\-]{1,40})?  # "for the NAS"
     [ \t]+(?:is[ \t]+now|has[ \t]+been[ \t]+changed[ \t]+to|will[ \t]+be|is|was)
     (?:[ \t]*:)?[ \t]+
@@ -203,7 +203,8 @@ _NOT_A_PASSWORD = frozenset(
     """.split()
 )
 # Values that name a secret rather than hold one: "<your key>", "${DB_PASSWORD}", "****".
-_PLACEHOLDER = regex.compile(r"[<$%{].*|\*+|x{3,}|\.{3}|…", _FLAGS | regex.IGNORECASE)
+# A leading "%" only counts in the Windows form "%NAME%": random passwords start with "%" too.
+_PLACEHOLDER = regex.compile(r"[<${].*|%[A-Za-z_]\w*%|\*+|x{3,}|\.{3}|…", _FLAGS | regex.IGNORECASE)
 # Unquoted values that are code: a dotted name ("settings.token") or a call ("getpass(").
 _CODE_VALUE = regex.compile(
     r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:[(\[].*)?|[A-Za-z_]\w*[(\[].*", _FLAGS
@@ -228,7 +229,7 @@ def _is_placeholder(value: str) -> bool:
 
 def _kind_of(word: str) -> str:
     word = word.casefold().replace("-", "_")
-    if word.rstrip("s") in _PASSWORD_WORDS:
+    if word.rstrip("s") in _PASSWORD_WORDS or word == "pass":
         return "password"
     if "key" in word:
         return "api_key"
@@ -263,6 +264,14 @@ def _assignment(m: regex.Match[str]) -> str | None:
     word = m.group("word").casefold()
     is_password = word.rstrip("s") in _PASSWORD_WORDS
     key = _key_of(m)
+    if word == "pass":
+        # DB_PASS, db_pass, pass: a password key; "bypass", "compass", "surpass" are not.
+        # A bare "pass" is also a verb, so it needs the evidence any other key word needs.
+        if m.start() > 0 and m.string[m.start() - 1].isalpha():
+            return None
+        if key.casefold() == "pass" and m.group("sep") == ":" and not m.group("quote"):
+            if not _looks_like_credential(value):
+                return None
     explicit = (
         m.group("sep") != ":"
         or bool(m.group("quote"))
@@ -291,6 +300,8 @@ def _phrase(m: regex.Match[str]) -> str | None:
     value = m.group("secret")[: _value_end(m) - m.start("secret")]
     if not value or value.casefold() in _NOT_A_PASSWORD or _is_placeholder(value):
         return None
+    if m.group("word").casefold() == "pwd" and value.startswith(("/", "~")):
+        return None  # "the pwd is /srv/app": the shell's working directory
     owner = (m.group("owner") or "").casefold()
     # "my password is swordfish" discloses one; "the password is managed by IT" does not.
     if m.group("quote") or owner in {"my", "our", "your", "his", "her", "their"}:
@@ -352,11 +363,45 @@ def strip_memory_blocks(text: str) -> str:
     return _BLANK_RUN.sub("\n\n", stripped).strip()
 
 
+# A credential passed as a separate command-line argument: "--password hunter2",
+# "docker login --password s3cr3t". The "=" form is an assignment (above). A following flag
+# ("--password --verbose") or a flag of its own ("--password-stdin") is not a value.
+_FLAG = regex.compile(
+    r"(?<![\w-])--(?:[a-z0-9]+-)*(?P<word>password|passwd|token|secret|api-key|access-key)"
+    r"[ \t]+(?P<quote>[\"'])?(?!\[REDACTED|-)(?P<secret>(?(quote)[^\"'\n]+|[^\s\"'`]+))",
+    _FLAGS | regex.IGNORECASE,
+)
+# A credential as the text of an XML element: "<password>…</password>", "<db:token>…".
+_XML_ELEMENT = regex.compile(
+    r"<(?P<tag>(?:[A-Za-z][\w.:\-]{0,40}?)?(?i:password|passwd|pwd|secret|token|api[_\-]?key|"
+    r"access[_\-]?key|private[_\-]?key|credentials?))>"
+    r"(?P<secret>[^<>\n]{1,500})</(?P=tag)>",
+    _FLAGS,
+)
+
+
+def _flag(m: regex.Match[str]) -> str | None:
+    value = m.group("secret")[: _value_end(m) - m.start("secret")]
+    if not value or _is_placeholder(value) or value.casefold() in _NOT_A_PASSWORD:
+        return None
+    return _marker(_kind_of(m.group("word")))
+
+
+def _element(m: regex.Match[str]) -> str | None:
+    value = m.group("secret").strip()
+    if not value or _is_placeholder(value) or value.casefold() in _NOT_A_PASSWORD:
+        return None
+    return _marker(_kind_of(m.group("tag").rsplit(":", 1)[-1]))
+
+
 def redact_secrets(text: str) -> tuple[str, int]:
     """Replace secrets with ``[REDACTED:<kind>]``; return the new text and how many were hit."""
     total = 0
     for kind, pattern in _RULES:
         text, n = _substitute(pattern, text, _always(_marker(kind)))
+        total += n
+    for pattern, decide in ((_FLAG, _flag), (_XML_ELEMENT, _element)):
+        text, n = _substitute(pattern, text, decide)
         total += n
     text, n = _substitute(_ASSIGNMENT, text, _assignment)
     total += n

@@ -104,6 +104,18 @@ class Cursor:
     reader: dict[str, Any] | None = None
 
 
+def _cursor_from(value: object) -> Cursor | None:
+    """A saved cursor, or None when it is not the shape :meth:`CursorStore.save` writes."""
+    if not isinstance(value, dict):
+        return None
+    offset, lineno, inode = (value.get(name, 0) for name in ("offset", "lineno", "inode"))
+    for number in (offset, lineno, inode):
+        if not isinstance(number, int) or isinstance(number, bool) or number < 0:
+            return None
+    reader = value.get("reader")
+    return Cursor(offset, lineno, inode, reader if isinstance(reader, dict) else None)
+
+
 class CursorStore:
     """Per-file read positions, saved atomically after each batch of lines."""
 
@@ -113,13 +125,13 @@ class CursorStore:
         self._cursors: dict[str, Cursor] = {}
         if isinstance(raw, dict):
             for key, value in raw.items():
-                if isinstance(value, dict):
-                    self._cursors[key] = Cursor(
-                        offset=int(value.get("offset", 0)),
-                        lineno=int(value.get("lineno", 0)),
-                        inode=int(value.get("inode", 0)),
-                        reader=value.get("reader"),
-                    )
+                cursor = _cursor_from(value)
+                if cursor is None:
+                    # Hand-edited or damaged: reading that file again from the start is safe,
+                    # the journal recognizes turns it has already seen.
+                    log.warning("%s: ignoring an unreadable cursor for %r", path, key)
+                    continue
+                self._cursors[key] = cursor
 
     def get(self, path: Path) -> Cursor:
         return self._cursors.get(str(path.resolve()), Cursor())

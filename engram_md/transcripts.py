@@ -95,6 +95,11 @@ _SURROGATE = regex.compile(r"[\ud800-\udfff]")
 _NUMBER = regex.compile(r"[+-]?\d+(?:\.\d+)?")
 # Epoch values above this are milliseconds (1e11 seconds is the year 5138).
 _MS_THRESHOLD = 1e11
+# Transcript times outside this range are typos or garbage, not when a message was written;
+# refusing them keeps date arithmetic downstream ("next Friday", expiry after 90 days)
+# far from datetime's limits (years 1 and 9999).
+_EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+_LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +129,10 @@ class ReaderState:
         """Rebuild from :meth:`to_dict` output; unknown or mistyped values are dropped."""
         session = d.get("session")
         last = d.get("last_timestamp")
+        # The file may have been edited by hand: a lone surrogate escape in the session
+        # would make every turn of this file unwritable to the journal.
         return cls(
-            session=session if isinstance(session, str) and session else None,
+            session=_clean(session) if isinstance(session, str) and session else None,
             last_timestamp=last if isinstance(last, str) and last else None,
         )
 
@@ -377,11 +384,14 @@ def _text(content: object) -> str:
         content = [content]
     if not isinstance(content, list):
         raise InputError(f"'content' must be text or a list of blocks, not {_json_kind(content)}")
+    # A block "type" can be any JSON value; an array or object is unhashable, so the
+    # string check comes before the set lookup.
     parts = [
         block["text"]
         for block in content
         if isinstance(block, dict)
-        and block.get("type") in _TEXT_BLOCKS
+        and isinstance(block.get("type"), str)
+        and block["type"] in _TEXT_BLOCKS
         and isinstance(block.get("text"), str)
     ]
     return _clean("\n".join(p.strip() for p in parts if p.strip()))
@@ -432,9 +442,10 @@ def _parse_time(value: object) -> datetime | None:
     if _NUMBER.fullmatch(text):
         return _from_epoch(text)
     try:
-        return _as_utc(datetime.fromisoformat(text))
+        when = _as_utc(datetime.fromisoformat(text))
     except (ValueError, OverflowError) as exc:
         raise InputError(f"invalid timestamp {_brief(value)}") from exc
+    return _plausible(when, value)
 
 
 def _from_epoch(value: int | float | str) -> datetime | None:
@@ -449,9 +460,16 @@ def _from_epoch(value: int | float | str) -> datetime | None:
     if seconds > _MS_THRESHOLD:
         seconds /= 1000
     try:
-        return datetime.fromtimestamp(seconds, UTC)
+        when = datetime.fromtimestamp(seconds, UTC)
     except (ValueError, OverflowError, OSError) as exc:
         raise InputError(f"timestamp out of range {_brief(value)}") from exc
+    return _plausible(when, value)
+
+
+def _plausible(when: datetime, value: object) -> datetime:
+    if not _EARLIEST <= when < _LATEST:
+        raise InputError(f"timestamp out of range {_brief(value)}")
+    return when
 
 
 def _as_utc(when: datetime) -> datetime:
@@ -465,9 +483,10 @@ def _from_state(iso: str | None) -> datetime | None:
     if iso is None:
         return None
     try:
-        return _as_utc(datetime.fromisoformat(iso))
+        when = _as_utc(datetime.fromisoformat(iso))
     except (ValueError, OverflowError):
         return None  # a hand-edited cursor file: fall back to the clock
+    return when if _EARLIEST <= when < _LATEST else None
 
 
 def _clean(text: str) -> str:

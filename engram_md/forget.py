@@ -1,0 +1,857 @@
+"""`engram-md forget`: remove a memory everywhere, and leave a tombstone without its content.
+
+A fact lives in more places than its file: the index row (and its vector), the exact-dedup
+hash index, the graph (nodes and edges), its box (the box file lists and summarizes it; the
+open box in ``state/open-box.json`` holds its statement), the trace the box is in, the recall
+access counts, the embedding cache (keyed by the statement's text), the journal (the turns it
+came from, until compaction) and the derived pages (entity pages, ``profile.md``). Forgetting
+removes it from each, in this order:
+
+1. A tombstone line in ``state/forgotten.jsonl``: id, content hash, path, category, box,
+   when, why and by whom — never the statement. Written first, so an interrupted forget is
+   on record and re-running ``forget ID`` finishes the job (the steps below are idempotent
+   and work from the tombstone once the file is gone).
+2. The embedding cache entries of the statement and of the box text that quoted it.
+3. The fact file, then the index row and the hash entry.
+4. The graph, the boxes (sealed ones rewritten with :func:`engram_md.boxfile.render_box`,
+   an emptied one deleted together with its trace entry), the open box, the box rows.
+5. The access counts, the journal (compacted: done turns' text goes), the derived pages.
+6. A ``forget`` telemetry action.
+
+The tombstone lives in ``state/`` (machine-local), not ``memory/``: the folder's git history
+already records the deletion of the file, and a tombstone there would only add a second file
+per forgotten memory to review. The content itself stays in git history until that history
+is rewritten; :func:`git_note` says so when the folder is in a repository.
+
+Forgetting is a write: it takes the writer lock and is refused while the daemon runs (the
+daemon keeps the open box, the graph and the hash index in memory and would write them back).
+A reconcile or ``reindex`` cannot bring the fact back: the index follows the files, and the
+file is gone. The same statement said again later is a new memory.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import getpass
+import json
+import logging
+import os
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import regex
+
+from .atomic import atomic_write_text
+from .boxes import BoxMember, OpenBox, Summarizer
+from .boxfile import read_box, render_box
+from .config import Config
+from .embeddings import CachedEmbedder, Embedder
+from .errors import EngramError, LockError, MemoryFileError
+from .factfile import format_time, read_fact
+from .models import Fact
+from .paths import MemoryLayout
+from .statefile import load_json, save_json
+from .topics import fact_topics
+from .traces import MAX_TRACE_TOPICS, TraceWeaver
+
+log = logging.getLogger(__name__)
+
+TOMBSTONES = "forgotten.jsonl"
+# The ids the pipeline writes: <category>-<YYYYMMDD>-<HHMMSS>-<hash8>. Such an id names its
+# file directly (facts/YYYY-MM-DD/<category>-<HHMMSS>-<hash8>.md), so no folder scan is needed.
+ID_SHAPE = regex.compile(r"^(?P<cat>[a-z_]+)-(?P<day>\d{8})-(?P<time>\d{6})-(?P<hash>[0-9a-f]{8})$")
+# A scrubbed embedding-cache record keeps its place (readers address rows by position) but
+# no longer answers for the forgotten text: its key becomes this value and its vector zeros.
+SCRUBBED_KEY = 0
+
+
+@dataclass(frozen=True)
+class Target:
+    """One fact to forget: where it is (or was), and what it said (None once its file is gone:
+    a forget that is being finished from its tombstone)."""
+
+    id: str
+    path: str  # relative to the memory folder
+    content_hash: str
+    fact: Fact | None
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """What forgetting one fact touched (or would touch, in a dry run)."""
+
+    id: str
+    path: str
+    content_hash: str
+    file_removed: bool = False
+    index_row: bool = False
+    hash_entry: bool = False
+    graph_edges: int = 0
+    graph_node: bool = False
+    boxes_rewritten: tuple[str, ...] = ()
+    boxes_removed: tuple[str, ...] = ()
+    open_box: str | None = None
+    access_records: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "path": self.path,
+            "contentHash": self.content_hash,
+            "fileRemoved": self.file_removed,
+            "indexRow": self.index_row,
+            "hashEntry": self.hash_entry,
+            "graphEdges": self.graph_edges,
+            "graphNode": self.graph_node,
+            "boxesRewritten": list(self.boxes_rewritten),
+            "boxesRemoved": list(self.boxes_removed),
+            "openBox": self.open_box,
+            "accessRecords": self.access_records,
+        }
+
+
+@dataclass(frozen=True)
+class ForgetReport:
+    forgotten: tuple[Forgotten, ...]
+    missing: tuple[str, ...]  # ids with neither a fact file nor a tombstone
+    dry_run: bool
+    notes: tuple[str, ...] = ()
+    derived: tuple[str, ...] = field(default=())  # derived pages rewritten or removed
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dryRun": self.dry_run,
+            "forgotten": [f.to_json() for f in self.forgotten],
+            "missing": list(self.missing),
+            "derived": list(self.derived),
+            "notes": list(self.notes),
+        }
+
+
+# ---------------------------------------------------------------- finding the facts
+
+
+def looks_like_id(text: str) -> bool:
+    """Whether ``text`` has the shape of a pipeline fact id (a typo in one must not be taken
+    for a search query whose matches get forgotten)."""
+    return ID_SHAPE.match(text.strip()) is not None
+
+
+def _candidate_paths(layout: MemoryLayout, fact_id: str) -> list[Path]:
+    match = ID_SHAPE.match(fact_id)
+    if match is None:
+        return []
+    day = match["day"]
+    name = f"{match['cat']}-{match['time']}-{match['hash']}.md"
+    rel = f"{day[:4]}-{day[4:6]}-{day[6:]}/{name}"
+    return [layout.facts_dir / rel, layout.archive_dir / "facts" / rel]
+
+
+def find_fact_files(layout: MemoryLayout, ids: Iterable[str]) -> dict[str, list[tuple[Path, Fact]]]:
+    """Every readable fact file holding each id (two files may claim one id: both count).
+
+    The file an id names is tried first; the folder is scanned only for ids not found there.
+    """
+    wanted = list(dict.fromkeys(i.strip() for i in ids if i.strip()))
+    found: dict[str, list[tuple[Path, Fact]]] = {}
+    rest: set[str] = set()
+    for fact_id in wanted:
+        for path in _candidate_paths(layout, fact_id):
+            try:
+                fact = read_fact(path)
+            except MemoryFileError:
+                continue
+            if fact.id == fact_id:
+                found.setdefault(fact_id, []).append((path, fact))
+        if fact_id not in found:
+            rest.add(fact_id)
+    if rest:
+        from .dedup import HashIndex
+        from .store import MemoryStore
+
+        store = MemoryStore(layout, HashIndex(layout.hashes_path, {}))
+        for path, read in store.scan():
+            if isinstance(read, Fact) and read.id in rest:
+                found.setdefault(read.id, []).append((path, read))
+    return found
+
+
+def read_tombstones(layout: MemoryLayout) -> list[dict[str, Any]]:
+    """Every tombstone, oldest first (damaged lines skipped)."""
+    path = layout.state_dir / TOMBSTONES
+    records: list[dict[str, Any]] = []
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return records
+    for line in raw.splitlines():
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("id"), str):
+            records.append(data)
+    return records
+
+
+def _targets(layout: MemoryLayout, ids: Sequence[str]) -> tuple[list[Target], list[str]]:
+    files = find_fact_files(layout, ids)
+    stones = {t["id"]: t for t in read_tombstones(layout)}
+    targets: list[Target] = []
+    missing: list[str] = []
+    for fact_id in dict.fromkeys(i.strip() for i in ids if i.strip()):
+        held = files.get(fact_id)
+        if held:
+            for path, fact in held:
+                targets.append(Target(fact_id, layout.relative(path), fact.content_hash, fact))
+        elif fact_id in stones:
+            stone = stones[fact_id]
+            targets.append(
+                Target(fact_id, str(stone.get("path", "")), str(stone.get("contentHash", "")), None)
+            )
+        else:
+            missing.append(fact_id)
+    return targets, missing
+
+
+# ---------------------------------------------------------------- boxes, traces, open box
+
+
+def ranked_topics(facts: Iterable[Fact]) -> tuple[str, ...]:
+    """A box's topics from its facts, ranked the way a sealed box ranks them."""
+    counts: Counter[str] = Counter()
+    for fact in facts:
+        counts.update(fact_topics(fact))
+    probe = OpenBox("", "", datetime.now(UTC), datetime.now(UTC), (), tuple(sorted(counts.items())))
+    return probe.ranked_topics()
+
+
+def _member_facts(layout: MemoryLayout, members: Iterable[BoxMember]) -> dict[str, Fact]:
+    out: dict[str, Fact] = {}
+    for member in members:
+        try:
+            fact = read_fact(layout.memory_dir / member.path)
+        except (MemoryFileError, ValueError):
+            continue
+        out[member.id or fact.id] = fact
+    return out
+
+
+@dataclass(frozen=True)
+class BoxEdit:
+    box_id: str
+    path: Path
+    removed: tuple[str, ...]  # member ids dropped
+    deleted: bool  # no member was left: the box file is gone
+    old_text: str  # the box's searchable text before (its embedding-cache key)
+
+
+def drop_box_members(layout: MemoryLayout, path: Path, gone: set[str]) -> BoxEdit | None:
+    """Rewrite the sealed box at ``path`` without the members in ``gone`` (None if it has
+    none of them). The summary, goal and topics are made again from the members left, so the
+    box no longer quotes what was dropped; a box left empty is deleted."""
+    from .boxindex import box_text
+
+    box = read_box(path, layout)
+    removed = tuple(i for i in box.memory_ids if i in gone)
+    if not removed and not any(m.id in gone for m in box.members):
+        return None
+    old_text = box_text(box)
+    memory_ids = tuple(i for i in box.memory_ids if i not in gone)
+    kept = [m for m in box.members if m.id not in gone]
+    if not memory_ids:
+        path.unlink(missing_ok=True)
+        return BoxEdit(box.id, path, removed, True, old_text)
+    facts = _member_facts(layout, kept)
+    members = tuple(
+        BoxMember(
+            id=m.id,
+            path=m.path,
+            statement=facts[m.id].content,
+            category=facts[m.id].category.value,
+            importance=facts[m.id].importance,
+            created=facts[m.id].created,
+        )
+        if m.id in facts
+        else m
+        for m in kept
+    )
+    said = Summarizer().summarize(members)
+    times = [m.created for m in members if m.created is not None]
+    new = replace(
+        box,
+        memory_ids=memory_ids,
+        members=members,
+        topics=ranked_topics(facts.values()) if facts else box.topics,
+        summary=said.summary,
+        goal=said.goal,
+        created_at=min(times) if times else box.created_at,
+    )
+    atomic_write_text(path, render_box(new), fsync=False)
+    return BoxEdit(box.id, path, removed, False, old_text)
+
+
+def box_files(layout: MemoryLayout) -> list[Path]:
+    from .atomic import is_temp_file
+
+    if not layout.boxes_dir.is_dir():
+        return []
+    return [p for p in sorted(layout.boxes_dir.rglob("*.md")) if not is_temp_file(p)]
+
+
+def drop_from_boxes(layout: MemoryLayout, gone: set[str]) -> list[BoxEdit]:
+    """Drop ``gone`` from every sealed box that lists them (unreadable boxes are skipped)."""
+    edits: list[BoxEdit] = []
+    for path in box_files(layout):
+        try:
+            edit = drop_box_members(layout, path, gone)
+        except MemoryFileError as exc:
+            log.warning("%s", exc)
+            continue
+        if edit is not None:
+            edits.append(edit)
+    return edits
+
+
+def update_traces(cfg: Config, layout: MemoryLayout, edits: Sequence[BoxEdit]) -> None:
+    """Bring ``state/traces.json`` in line with rewritten and deleted boxes."""
+    if not edits or not layout.traces_path.exists():
+        return
+    deleted = {e.box_id for e in edits if e.deleted}
+    weaver = TraceWeaver(cfg.traces, layout.traces_path)
+    if deleted:
+        weaver.remove_boxes(deleted)
+    data = weaver.to_json()
+    changed = {e.box_id: e.path for e in edits if not e.deleted}
+    for trace in data["traces"].values():
+        touched = False
+        for entry in trace["boxes"]:
+            path = changed.get(entry["id"])
+            if path is None:
+                continue
+            try:
+                box = read_box(path, layout)
+            except MemoryFileError:
+                continue
+            entry["memories"] = len(box.memory_ids)
+            entry["topics"] = list(box.topics)
+            entry["createdAt"] = format_time(box.created_at)
+            touched = True
+        if touched:
+            counts: Counter[str] = Counter()
+            for entry in trace["boxes"]:
+                counts.update(entry["topics"])
+            trace["topicCounts"] = dict(sorted(counts.items()))
+            ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+            trace["topics"] = sorted(t for t, _ in ranked[:MAX_TRACE_TOPICS])
+    save_json(layout.traces_path, data, fsync=False)
+
+
+def drop_from_open_boxes(layout: MemoryLayout, gone: set[str]) -> dict[str, str]:
+    """Remove ``gone`` from the open boxes in ``state/open-box.json``; an emptied open box is
+    dropped. Returns fact id -> the open box it was in."""
+    path = layout.open_box_path
+    data = load_json(path, None)
+    if not isinstance(data, dict) or not isinstance(data.get("open"), dict):
+        return {}
+    hits: dict[str, str] = {}
+    for session, raw in list(data["open"].items()):
+        try:
+            members = list(raw["members"])
+            box_id = str(raw["id"])
+        except (KeyError, TypeError):
+            continue
+        kept = [m for m in members if str(m.get("id")) not in gone]
+        if len(kept) == len(members):
+            continue
+        hits.update({str(m.get("id")): box_id for m in members if str(m.get("id")) in gone})
+        if not kept:
+            del data["open"][session]
+            continue
+        raw["members"] = kept
+        facts = _member_facts(
+            layout, (BoxMember(id=str(m["id"]), path=str(m["path"]), statement="") for m in kept)
+        )
+        counts: Counter[str] = Counter()
+        for fact in facts.values():
+            counts.update(fact_topics(fact))
+        raw["topicCounts"] = dict(sorted(counts.items()))
+    if hits:
+        save_json(path, data, fsync=False)
+    return hits
+
+
+# ---------------------------------------------------------------- small state files
+
+
+def drop_access(layout: MemoryLayout, gone: set[str]) -> int:
+    """Remove ``gone`` from the recall access log; returns how many records named them.
+
+    Recall appends to the log without a lock; an append that lands between our read and our
+    replace is lost. That costs at most one recall's access counts, never a memory.
+    """
+    path = layout.access_path
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return 0
+    hits = 0
+    lines: list[bytes] = []
+    for line in raw.splitlines():
+        try:
+            data = json.loads(line)
+            ids = [str(i) for i in data["ids"]]
+        except (ValueError, KeyError, TypeError):
+            lines.append(line)  # not ours to judge (a torn line: doctor's business)
+            continue
+        kept = [i for i in ids if i not in gone]
+        if len(kept) == len(ids):
+            lines.append(line)
+            continue
+        hits += len(ids) - len(kept)
+        if kept:
+            data["ids"] = kept
+            lines.append(json.dumps(data).encode())
+    if hits:
+        body = b"\n".join(lines) + (b"\n" if lines else b"")
+        atomic_write_text(path, body.decode("utf-8", "replace"))
+    return hits
+
+
+def scrub_embedding_cache(cache_dir: Path, embedder: Embedder, texts: Iterable[str]) -> int:
+    """Make the on-disk embedding cache forget the vectors of ``texts``; returns records hit.
+
+    The cache (:class:`engram_md.embeddings.CachedEmbedder`) is keyed by a hash of the model
+    id and the exact text, in append-only files (``<stem>.keys``: little-endian uint64 keys,
+    ``<stem>.f32``: one float32 row per key). A record is overwritten in place — key set to
+    :data:`SCRUBBED_KEY`, vector zeroed — under the same ``flock`` the cache's writers take:
+    rows keep their positions, which other readers rely on.
+    """
+    if not isinstance(embedder, CachedEmbedder) or not cache_dir.is_dir():
+        return 0
+    keys = {embedder.key(text) for text in texts if text}
+    keys.discard(SCRUBBED_KEY)
+    if not keys:
+        return 0
+    hit = 0
+    for keys_path in sorted(cache_dir.glob("*.keys")):
+        try:
+            dim = int(keys_path.stem.rsplit("-d", 1)[1])
+        except (IndexError, ValueError):
+            continue
+        vecs_path = keys_path.with_suffix(".f32")
+        with open(keys_path, "r+b") as keys_file:
+            fcntl.flock(keys_file, fcntl.LOCK_EX)
+            try:
+                stored = np.fromfile(keys_path, dtype="<u8")
+                rows = [int(i) for i in np.flatnonzero(np.isin(stored, list(keys)))]
+                if not rows:
+                    continue
+                zero_key = np.array([SCRUBBED_KEY], dtype="<u8").tobytes()
+                zero_row = np.zeros(dim, dtype="<f4").tobytes()
+                with open(vecs_path, "r+b") as vecs_file:
+                    for row in rows:
+                        vecs_file.seek(row * 4 * dim)
+                        vecs_file.write(zero_row)
+                    vecs_file.flush()
+                    os.fsync(vecs_file.fileno())
+                for row in rows:
+                    keys_file.seek(row * 8)
+                    keys_file.write(zero_key)
+                keys_file.flush()
+                os.fsync(keys_file.fileno())
+                hit += len(rows)
+            finally:
+                fcntl.flock(keys_file, fcntl.LOCK_UN)
+    return hit
+
+
+def compact_journal(layout: MemoryLayout) -> None:
+    """Rewrite the journal as seen-keys plus pending turns: the text of turns already turned
+    into memories (the forgotten one's among them) leaves the disk; pending turns stay and
+    will be extracted again."""
+    from .journal import Journal
+
+    if not layout.journal_path.exists():
+        return
+    journal = Journal(layout.journal_path, fsync_each=False)
+    journal.open()
+    try:
+        journal.compact()
+    finally:
+        journal.close()
+
+
+def _mentions(path: Path, needles: Sequence[str]) -> bool:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return any(n and n in text for n in needles)
+
+
+def refresh_derived(cfg: Config, layout: MemoryLayout, targets: Sequence[Target]) -> list[str]:
+    """Entity pages and ``profile.md`` quote facts: make the ones that quote a forgotten fact
+    again from the facts left (as consolidation would), and remove or scrub what the new
+    plan no longer covers. Returns the pages changed, relative to the memory folder."""
+    needles: list[str] = []
+    for t in targets:
+        needles.append(Path(t.path).name)
+        if t.fact is not None:
+            needles.append(" ".join(t.fact.content.split()))
+    pages = [layout.profile_path] if layout.profile_path.exists() else []
+    if layout.entities_dir.is_dir():
+        pages += sorted(layout.entities_dir.glob("*.md"))
+    hit = [p for p in pages if _mentions(p, needles)]
+    if not hit:
+        return []
+    changed: set[str] = set()
+    try:
+        changed.update(_replan_derived(cfg, layout))
+    except Exception as exc:  # a failing planner must not stop the scrub below (fail open)
+        log.warning("could not rebuild derived pages: %s", exc)
+    for page in hit:
+        if not page.exists() or not _mentions(page, needles):
+            continue
+        rel = layout.relative(page)
+        text = page.read_text(encoding="utf-8")
+        if page.parent == layout.entities_dir and text.startswith("---\ntype: "):
+            # A generated page the plan no longer writes (too few facts left): nothing would
+            # ever update it again, so it goes rather than keep quoting the forgotten fact.
+            page.unlink()
+        else:
+            kept = [ln for ln in text.splitlines() if not any(n and n in ln for n in needles)]
+            atomic_write_text(page, "\n".join(kept) + "\n")
+        changed.add(rel)
+    return sorted(changed)
+
+
+def _replan_derived(cfg: Config, layout: MemoryLayout) -> list[str]:
+    from .consolidate import RunState, load_facts, read_access
+    from .dedup import HashIndex
+    from .entities import plan_entities
+    from .plan import Context, FileWrite
+    from .profile import plan_profile
+    from .store import MemoryStore
+
+    store = MemoryStore(layout, HashIndex(layout.hashes_path, {}))
+    facts = load_facts(store).facts
+    access, _ = read_access(layout.access_path)
+    ctx = Context(
+        cfg=cfg,
+        layout=layout,
+        now=datetime.now(UTC),
+        epoch=max(1, RunState.load(layout.consolidation_state_path).epoch),
+        facts=facts,
+        access_counts=dict(access),
+    )
+    written: list[str] = []
+    entities = layout.entities_dir.resolve()
+    for change in [*plan_entities(ctx), *plan_profile(ctx)]:
+        if not isinstance(change, FileWrite):
+            continue
+        target = change.path.resolve()
+        if target == layout.profile_path.resolve() or target.parent == entities:
+            atomic_write_text(change.path, change.text)
+            written.append(layout.relative(change.path))
+    return written
+
+
+def git_note(layout: MemoryLayout) -> str | None:
+    """A reminder when the memory folder is in a git repository: history keeps old files."""
+    folder = layout.memory_dir.resolve()
+    for parent in (folder, *folder.parents):
+        if (parent / ".git").exists():
+            return (
+                f"{parent} is a git repository: the forgotten file's content stays in its "
+                "history until that history is rewritten"
+            )
+    return None
+
+
+# ---------------------------------------------------------------- forgetting
+
+
+def default_by() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+def plan_forget(cfg: Config, ids: Sequence[str]) -> ForgetReport:
+    """What forgetting ``ids`` would touch. Read-only: takes no lock, writes nothing."""
+    from .graph import GraphStore
+
+    layout = MemoryLayout(cfg.memory_dir, cfg.state_dir)
+    targets, missing = _targets(layout, ids)
+    gone = {t.id for t in targets}
+    graph = GraphStore.load(layout.graphs_dir, cfg.graph) if layout.graphs_dir.is_dir() else None
+    hashes = _hash_lines(layout)
+    open_hits = _open_members(layout)
+    rewritten: dict[str, list[str]] = {}
+    emptied: dict[str, list[str]] = {}
+    for path in box_files(layout):
+        try:
+            box = read_box(path, layout)
+        except MemoryFileError:
+            continue
+        into = emptied if set(box.memory_ids) <= gone else rewritten
+        for member in box.memory_ids:
+            if member in gone:
+                into.setdefault(member, []).append(box.id)
+    access, _ = _access_counts(layout)
+    out = []
+    for t in targets:
+        out.append(
+            Forgotten(
+                id=t.id,
+                path=t.path,
+                content_hash=t.content_hash,
+                file_removed=t.fact is not None,
+                index_row=False,  # the index is not opened by a dry run
+                hash_entry=hashes.get(t.content_hash) == t.path,
+                graph_edges=len(graph.edges_of(t.id)) if graph is not None else 0,
+                graph_node=graph.has_node(t.id) if graph is not None else False,
+                boxes_rewritten=tuple(rewritten.get(t.id, ())),
+                boxes_removed=tuple(emptied.get(t.id, ())),
+                open_box=open_hits.get(t.id),
+                access_records=access.get(t.id, 0),
+            )
+        )
+    return ForgetReport(tuple(out), tuple(missing), True)
+
+
+def _hash_lines(layout: MemoryLayout) -> dict[str, str]:
+    from .dedup import HashIndex
+
+    loaded = HashIndex.load(layout.hashes_path)
+    return dict(loaded.items()) if loaded is not None else {}
+
+
+def _open_members(layout: MemoryLayout) -> dict[str, str]:
+    data = load_json(layout.open_box_path, {})
+    hits: dict[str, str] = {}
+    if isinstance(data, dict) and isinstance(data.get("open"), dict):
+        for raw in data["open"].values():
+            try:
+                for member in raw["members"]:
+                    hits[str(member["id"])] = str(raw["id"])
+            except (KeyError, TypeError):
+                continue
+    return hits
+
+
+def _access_counts(layout: MemoryLayout) -> tuple[Counter[str], int]:
+    from .consolidate import read_access
+
+    return read_access(layout.access_path)
+
+
+def forget(
+    cfg: Config,
+    ids: Sequence[str],
+    *,
+    reason: str = "",
+    by: str | None = None,
+    dry_run: bool = False,
+    embedder: Embedder | None = None,
+) -> ForgetReport:
+    """Forget the facts with these ids everywhere (see the module docstring for the order).
+
+    Raises :class:`LockError` while another writer (the daemon) holds the folder. Ids with
+    neither a file nor a tombstone are returned as ``missing``; nothing else is refused.
+    """
+    if dry_run:
+        return plan_forget(cfg, ids)
+    from .app import layout_for, open_embedder
+    from .graph import GraphStore
+    from .indexer import Indexer
+    from .lock import WriterLock
+    from .store import MemoryStore
+    from .telemetry import ACTIONS, ActionLog
+
+    layout = layout_for(cfg)
+    layout.ensure()
+    lock = WriterLock(layout.lock_path, memory_dir=layout.memory_dir)
+    try:
+        lock.acquire()
+    except LockError as exc:
+        raise LockError(
+            f"cannot forget while another process writes to the memory folder: {exc}"
+        ) from None
+    try:
+        targets, missing = _targets(layout, ids)
+        if not targets:
+            return ForgetReport((), tuple(missing), False)
+        who = by or default_by()
+        now = datetime.now(UTC)
+        _write_tombstones(layout, targets, reason=reason, by=who, at=now)
+        emb = embedder or open_embedder(cfg, layout)
+        texts = [t.fact.content for t in targets if t.fact is not None]
+        scrub_embedding_cache(layout.embedding_cache_dir, emb, texts)
+        gone = {t.id for t in targets}
+        removed_files: set[str] = set()
+        for t in targets:
+            path = layout.memory_dir / t.path
+            if t.fact is not None and path.exists():
+                layout.inside(path).unlink()
+                removed_files.add(t.path)
+        store = MemoryStore.open(layout)
+        hash_hits = {t.id for t in targets if store.hashes.lookup(t.content_hash) == t.path}
+        indexer = Indexer.open(cfg, layout, store, emb, reconcile=False)
+        try:
+            rows = indexer.index.get(sorted(gone))
+            # Drops the rows; a hash entry moves to another file with the same statement, if
+            # any, as at any deletion.
+            indexer.remove(sorted(gone))
+            for t in targets:
+                if store.hashes.lookup(t.content_hash) == t.path:
+                    store.hashes.remove(t.content_hash)
+            edges: dict[str, int] = {}
+            nodes: set[str] = set()
+            if layout.graphs_dir.is_dir():
+                graph = GraphStore(layout.graphs_dir, cfg.graph)
+                for fact_id in gone:
+                    edges[fact_id] = len(graph.edges_of(fact_id))
+                    if graph.has_node(fact_id):
+                        nodes.add(fact_id)
+                graph.remove_nodes(gone)
+            edits = drop_from_boxes(layout, gone)
+            update_traces(cfg, layout, edits)
+            open_hits = drop_from_open_boxes(layout, gone)
+            from .boxindex import sync_boxes
+
+            sync_boxes(indexer.index, layout)
+            scrub_embedding_cache(
+                layout.embedding_cache_dir, emb, [e.old_text for e in edits if e.old_text]
+            )
+            # The published centroid (the offline extractor's novelty reference) is a sum of
+            # every stored vector: publish it again without the forgotten ones.
+            indexer.batch_done()
+        finally:
+            indexer.close()
+        access = _access_per_id(layout, gone)
+        drop_access(layout, gone)
+        compact_journal(layout)
+        derived = refresh_derived(cfg, layout, targets)
+        actions = ActionLog(layout.actions_path)
+        out: list[Forgotten] = []
+        for t in targets:
+            record = Forgotten(
+                id=t.id,
+                path=t.path,
+                content_hash=t.content_hash,
+                file_removed=t.path in removed_files,
+                index_row=t.id in rows,
+                hash_entry=t.id in hash_hits,
+                graph_edges=edges.get(t.id, 0),
+                graph_node=t.id in nodes,
+                boxes_rewritten=tuple(
+                    e.box_id for e in edits if t.id in e.removed and not e.deleted
+                ),
+                boxes_removed=tuple(e.box_id for e in edits if t.id in e.removed and e.deleted),
+                open_box=open_hits.get(t.id),
+                access_records=access.get(t.id, 0),
+            )
+            out.append(record)
+            if "forget" in ACTIONS:
+                actions.record(
+                    "forget",
+                    "applied",
+                    reason or "forgotten_on_request",
+                    memory_id=t.id,
+                    path=t.path,
+                    by=who,
+                    **{"contentHash": t.content_hash},
+                )
+        notes = [n for n in [git_note(layout)] if n]
+        return ForgetReport(tuple(out), tuple(missing), False, tuple(notes), tuple(derived))
+    except OSError as exc:
+        raise EngramError(f"forget failed part-way ({exc}); run it again to finish") from exc
+    finally:
+        lock.release()
+
+
+def _access_per_id(layout: MemoryLayout, gone: set[str]) -> Counter[str]:
+    counts, _ = _access_counts(layout)
+    return Counter({i: n for i, n in counts.items() if i in gone})
+
+
+def _write_tombstones(
+    layout: MemoryLayout, targets: Sequence[Target], *, reason: str, by: str, at: datetime
+) -> None:
+    lines = []
+    for t in targets:
+        record: dict[str, Any] = {
+            "at": format_time(at),
+            "id": t.id,
+            "contentHash": t.content_hash,
+            "path": t.path,
+            "reason": reason,
+            "by": by,
+        }
+        if t.fact is not None:
+            record["category"] = t.fact.category.value
+            record["created"] = format_time(t.fact.created)
+            record["session"] = t.fact.session
+            if t.fact.box_id:
+                record["boxId"] = t.fact.box_id
+        else:
+            record["resumed"] = True  # finishing an interrupted forget
+        lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+    path = layout.state_dir / TOMBSTONES
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, "".join(lines).encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------- finding by query
+
+
+@dataclass(frozen=True)
+class Match:
+    id: str
+    path: str
+    category: str
+    content: str
+    score: float
+
+
+def search(cfg: Config, query: str, limit: int = 5) -> list[Match]:
+    """The facts recall finds for ``query`` (any status), best first. Counts no access."""
+    from .app import RecallSession
+
+    session = RecallSession(cfg)
+    result = session.recaller.recall(
+        query,
+        top_k=limit,
+        budget_tokens=1_000_000,  # the limit decides how many, not the prompt budget
+        include_inactive=True,
+        record_access=False,
+    )
+    return [
+        Match(m.id, m.path, m.category, m.content, m.score)
+        for m in result.memories
+        if m.memory_kind != "box"
+    ][:limit]
+
+
+def is_known_id(cfg: Config, text: str) -> bool:
+    """Whether ``text`` is the id of a fact file, or of a forget to finish (a tombstone)."""
+    text = text.strip()
+    if not text or any(ch.isspace() for ch in text):
+        return False
+    layout = MemoryLayout(cfg.memory_dir, cfg.state_dir)
+    if find_fact_files(layout, [text]):
+        return True
+    return any(t["id"] == text for t in read_tombstones(layout))

@@ -1,0 +1,228 @@
+"""`doctor`: every planted disagreement is found, repaired, and the folder checks clean after."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from engram_md.boxfile import read_box
+from engram_md.cli import app
+from engram_md.dedup import HashIndex
+from engram_md.doctor import DoctorReport, Problem, examine, repair
+from engram_md.errors import LockError
+from engram_md.factfile import read_fact, render_fact, write_fact
+from engram_md.graph import GraphStore
+from engram_md.index import MemoryIndex
+from engram_md.lock import WriterLock
+from engram_md.models import Category, Status
+
+from .test_forget import STATEMENTS, Folder, build_folder, make_fact
+
+DEAD_PID = 4_194_303 + 1000  # above any Linux pid_max: never a running process
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Folder:
+    return build_folder(tmp_path)
+
+
+def _kinds(report: DoctorReport) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for p in report.problems:
+        out.setdefault(p.kind, set()).add(p.subject)
+    return out
+
+
+def test_a_fresh_folder_is_healthy(folder: Folder) -> None:
+    report = examine(folder.cfg, embedder=folder.embedder())
+    assert report.ok and report.problems == [] and not report.writer_active
+    assert report.to_json()["ok"] is True
+
+
+def test_every_planted_problem_is_found_and_repaired(folder: Folder) -> None:
+    layout, cfg = folder.layout, folder.cfg
+    facts = [folder.fact(s[3]) for s in STATEMENTS]
+    # 1. Orphan temp files in memory/ and state/.
+    day = folder.paths[facts[0].id].parent
+    tmp_memory = day / f".{folder.paths[facts[0].id].name}.tmp-{DEAD_PID}"
+    tmp_memory.write_text("half a fact")
+    tmp_state = layout.state_dir / f".traces.json.tmp-{DEAD_PID}"
+    tmp_state.write_text("{")
+    # 2. A fact deleted by hand: its row, hash entry, graph node/edges and box link dangle.
+    deleted = facts[1]
+    folder.paths[deleted.id].unlink()
+    # 3. A fact deleted by hand from the open box.
+    open_gone = facts[3]
+    folder.paths[open_gone.id].unlink()
+    # 4. A fact added by hand: no row, no hash entry; its boxId names no box.
+    added = replace(
+        make_fact("s9", 30, Category.FACT, "The staging database runs on port 5433."),
+        box_id="box-20260302-093000-00000000",
+    )
+    added_path = layout.fact_path(added.category.value, added.created, added.content_hash[:8])
+    write_fact(added_path, added)
+    # 5. A fact edited by hand (status): its row is stale.
+    edited = facts[2]
+    write_fact(folder.paths[edited.id], replace(edited, status=Status.INVALIDATED))
+    os.utime(folder.paths[edited.id], ns=(1, 1))
+    # 6. Hash drift: an entry for a file that never existed.
+    with open(layout.hashes_path, "a") as handle:
+        handle.write("0123456789abcdef facts/2026-03-02/fact-235959-01234567.md\n")
+    # 7. A graph edge naming a fact that never existed.
+    with open(layout.graphs_dir / "entity.jsonl", "a") as handle:
+        edge = {
+            "kind": "entity",
+            "source": facts[0].id,
+            "target": "ghost-20260302-000000-00000000",
+            "confidence": 0.5,
+            "createdAt": "2026-03-02T09:00:00Z",
+            "lastObserved": "2026-03-02T09:00:00Z",
+        }
+        handle.write(json.dumps(edge) + "\n")
+    # 8. A box file deleted by hand: its trace entry and row dangle, its fact names no box.
+    lone = facts[5]
+    assert lone.box_id is not None
+    [lone_box] = list(layout.boxes_dir.rglob(f"{lone.box_id}.md"))
+    lone_box.unlink()
+    # 9. Torn last lines in the journal and the telemetry.
+    layout.journal_path.write_text('{"op": "seen", "keys": []}\n{"op": "tu')
+    with open(layout.actions_path, "ab") as handle:
+        handle.write(b'{"action": "discard", "outcome": "applied", "reason": "x"}')
+
+    found = examine(cfg, embedder=folder.embedder())
+    kinds = _kinds(found)
+    assert not found.ok
+    assert kinds["temp_file"] == {
+        f"memory/{layout.relative(tmp_memory)}",
+        f"state/{tmp_state.name}",
+    }
+    assert {deleted.id, open_gone.id} <= kinds["index_row_orphan"]
+    assert layout.relative(added_path) in kinds["index_row_missing"]
+    assert layout.relative(folder.paths[edited.id]) in kinds["index_row_stale"]
+    assert "0123456789abcdef" in kinds["hash_entry_orphan"]
+    assert deleted.content_hash in kinds["hash_entry_orphan"]
+    assert layout.relative(added_path) in kinds["hash_entry_missing"]
+    assert {deleted.id, open_gone.id} <= kinds["graph_node_orphan"]
+    assert any("ghost-" in s for s in kinds["graph_edge_orphan"])
+    assert deleted.box_id in kinds["box_member_missing"]
+    assert open_gone.box_id in kinds["box_member_missing"]
+    assert kinds["fact_box_missing"] == {
+        layout.relative(added_path),
+        layout.relative(folder.paths[lone.id]),
+    }
+    assert kinds["trace_box_missing"] == {lone.box_id}
+    assert lone.box_id in kinds["index_box_row_orphan"]
+    assert kinds["torn_line"] == {"state/buffer-journal.jsonl", "state/memory-actions.jsonl"}
+
+    fixed = repair(cfg, embedder=folder.embedder())
+    assert fixed.ok, fixed.problems
+    assert {p.key for p in fixed.repaired} == {p.key for p in found.problems}
+    assert examine(cfg, embedder=folder.embedder()).ok
+
+    # What the repairs did, place by place.
+    assert not tmp_memory.exists() and not tmp_state.exists()
+    index = MemoryIndex.open(layout.index_dir, folder.embedder())
+    rows = index.get([deleted.id, open_gone.id, added.id, edited.id])
+    assert set(rows) == {added.id, edited.id}
+    assert rows[edited.id].status == "invalidated"
+    hashes = HashIndex.load(layout.hashes_path)
+    assert hashes is not None and hashes.lookup("0123456789abcdef") is None
+    assert hashes.lookup(added.content_hash) == layout.relative(added_path)
+    graph = GraphStore.load(layout.graphs_dir)
+    assert not graph.has_node(deleted.id) and graph.has_node(facts[0].id)
+    assert all("ghost-" not in e.target for e in graph.edges())
+    [box_path] = list(layout.boxes_dir.rglob(f"{deleted.box_id}.md"))
+    assert deleted.id not in read_box(box_path, layout).memory_ids
+    assert deleted.content not in box_path.read_text()
+    assert open_gone.id not in layout.open_box_path.read_text()
+    assert read_fact(added_path).box_id is None and read_fact(folder.paths[lone.id]).box_id is None
+    assert lone.box_id not in layout.traces_path.read_text()
+    assert layout.journal_path.read_bytes() == b'{"op": "seen", "keys": []}\n'
+    # A whole JSON line that only lacked its newline is kept.
+    assert layout.actions_path.read_text().endswith('"reason": "x"}\n')
+
+
+def test_unreadable_facts_are_reported_never_modified_and_keep_their_links(
+    folder: Folder,
+) -> None:
+    layout = folder.layout
+    broken = folder.fact(STATEMENTS[0][3])
+    path = folder.paths[broken.id]
+    text = render_fact(broken).replace("confidence: 0.95", "confidence: [oops")
+    path.write_text(text)
+    before = path.read_bytes()
+
+    found = examine(folder.cfg, embedder=folder.embedder())
+    kinds = _kinds(found)
+    assert kinds["unreadable_fact"] == {layout.relative(path)}
+    # Its id is still read out of the file: its graph node and box link are not orphans.
+    assert "graph_node_orphan" not in kinds and "box_member_missing" not in kinds
+    assert broken.id in kinds["index_row_orphan"]  # recall must not serve it meanwhile
+
+    fixed = repair(folder.cfg, embedder=folder.embedder())
+    assert not fixed.ok
+    assert [p.kind for p in fixed.problems] == ["unreadable_fact"]
+    # Its row and hash entry go (as the indexer drops them); they come back once it is fixed.
+    assert sorted(p.kind for p in fixed.repaired) == ["hash_entry_orphan", "index_row_orphan"]
+    assert path.read_bytes() == before
+    assert GraphStore.load(layout.graphs_dir).has_node(broken.id)
+
+
+def test_repair_is_refused_while_a_writer_holds_the_folder(folder: Folder) -> None:
+    layout = folder.layout
+    folder.paths[folder.fact(STATEMENTS[0][3]).id].unlink()
+    with WriterLock(layout.lock_path, memory_dir=layout.memory_dir):
+        with pytest.raises(LockError, match="doctor --repair needs the memory folder"):
+            repair(folder.cfg, embedder=folder.embedder())
+        # Examining still works beside the writer, and says a writer is there.
+        report = examine(folder.cfg, embedder=folder.embedder())
+        assert report.writer_active and not report.ok
+    assert "index_row_orphan" in _kinds(examine(folder.cfg, embedder=folder.embedder()))
+
+
+def test_a_temp_file_of_a_running_writer_is_left_alone(folder: Folder) -> None:
+    layout = folder.layout
+    parent_pid = os.getppid()  # alive for the whole test
+    in_flight = layout.state_dir / f".open-box.json.tmp-{parent_pid}"
+    in_flight.write_text("{")
+    with WriterLock(layout.lock_path, memory_dir=layout.memory_dir):
+        assert examine(folder.cfg, embedder=folder.embedder()).ok
+    # With no writer holding the folder, nobody is finishing that write.
+    assert [p.kind for p in examine(folder.cfg, embedder=folder.embedder()).problems] == [
+        "temp_file"
+    ]
+
+
+def test_the_problem_and_report_values_serialize() -> None:
+    problem = Problem("torn_line", "state/x.jsonl", "cut short")
+    report = DoctorReport([problem], [Problem("temp_file", "memory/.a.tmp-1", "left")])
+    assert not report.ok
+    data = json.loads(json.dumps(report.to_json()))
+    assert data["problems"] == [
+        {"kind": "torn_line", "subject": "state/x.jsonl", "detail": "cut short"}
+    ]
+    assert data["repaired"][0]["kind"] == "temp_file" and data["ok"] is False
+
+
+def test_the_doctor_command_exit_status_and_json(tmp_path: Path) -> None:
+    # The command opens the configured (real) embedder: build the folder's index with it
+    # by letting doctor --repair create it, which also checks a missing index is repaired.
+    folder = build_folder(tmp_path)
+    layout = folder.layout
+    runner = CliRunner()
+    args = ["--memory-dir", str(layout.memory_dir), "--state-dir", str(layout.state_dir)]
+    first = runner.invoke(app, [*args, "doctor", "--json"])
+    assert first.exit_code == 1
+    data = json.loads(first.stdout)
+    assert data["ok"] is False and {p["kind"] for p in data["problems"]} == {"index_outdated"}
+    text = runner.invoke(app, [*args, "doctor"])
+    assert text.exit_code == 1 and "doctor --repair" in text.stdout
+    fixed = runner.invoke(app, [*args, "doctor", "--repair"])
+    assert fixed.exit_code == 0, fixed.output
+    assert "repaired  index_outdated" in fixed.stdout and "all good" in fixed.stdout
+    assert runner.invoke(app, [*args, "doctor"]).exit_code == 0

@@ -1,0 +1,383 @@
+"""`forget`: a memory leaves every place it was in, a tombstone without its content stays."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from engram_md import forget as forget_mod
+from engram_md.app import layout_for
+from engram_md.boxfile import read_box
+from engram_md.boxindex import upsert_box
+from engram_md.cli import app
+from engram_md.config import Config, load_config
+from engram_md.doctor import examine
+from engram_md.embeddings import CachedEmbedder, LocalMiniLM
+from engram_md.entities import plan_entities
+from engram_md.errors import LockError
+from engram_md.forget import forget, plan_forget
+from engram_md.graph import GraphStore
+from engram_md.hashing import content_hash
+from engram_md.index import MemoryIndex
+from engram_md.indexer import Indexer
+from engram_md.lock import WriterLock
+from engram_md.models import Category, ConfidenceTier, Fact, MemoryKind, Source
+from engram_md.paths import MemoryLayout
+from engram_md.pipeline import fact_id
+from engram_md.plan import Context, FileWrite
+from engram_md.store import MemoryStore
+from engram_md.structure import Structure
+from engram_md.telemetry import ActionLog
+
+from .conftest import Cli, HashEmbedder, sample
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+# Session s1: three facts about one subject (one sealed box), then s2: two (left open).
+# s3: one fact alone in its box.
+STATEMENTS = [
+    ("s1", 0, Category.DECISION, "We decided to move billing to PostgreSQL next sprint."),
+    ("s1", 2, Category.PREFERENCE, "Dana prefers PostgreSQL over MySQL for billing work."),
+    ("s1", 4, Category.FACT, "The PostgreSQL billing cluster has three replicas."),
+    ("s2", 10, Category.PREFERENCE, "Dana likes hiking in the Alps on weekends."),
+    ("s2", 12, Category.FACT, "Dana went hiking near Chamonix last weekend."),
+    ("s3", 20, Category.COMMITMENT, "Dana will send the roadmap to Omar by Friday."),
+]
+TAGS = {"s1": ("postgresql", "billing"), "s2": ("hiking",), "s3": ("roadmap",)}
+
+
+def make_cfg(root: Path) -> Config:
+    return load_config(
+        None, env={}, overrides={"memory_dir": root / "memory", "state_dir": root / "state"}
+    )
+
+
+def embedder_for(layout: MemoryLayout) -> CachedEmbedder:
+    return CachedEmbedder(HashEmbedder(), layout.embedding_cache_dir)
+
+
+def make_fact(session: str, minute: int, category: Category, text: str) -> Fact:
+    created = T0 + timedelta(minutes=minute)
+    digest = content_hash(text)
+    return Fact(
+        id=fact_id(category.value, created, digest),
+        category=category,
+        created=created,
+        updated=created,
+        source=Source.OFFLINE,
+        confidence=0.95,
+        confidence_tier=ConfidenceTier.EXPLICIT,
+        importance=0.5 + minute / 100,
+        memory_kind=MemoryKind.NOTE,
+        content=text,
+        session=session,
+        source_turn_ids=(f"{session}-t{minute}",),
+        tags=TAGS.get(session, ()),
+        entities=("person-dana",),
+        content_hash=digest,
+    )
+
+
+@dataclass
+class Folder:
+    cfg: Config
+    layout: MemoryLayout
+    facts: dict[str, Fact]  # by content
+    paths: dict[str, Path]  # by id
+
+    def fact(self, text: str) -> Fact:
+        return self.facts[text]
+
+    def embedder(self) -> CachedEmbedder:
+        return embedder_for(self.layout)
+
+
+def build_folder(root: Path, *, seal_open: bool = False) -> Folder:
+    """A folder as the daemon leaves it: fact files, index rows, hashes, graph, boxes, traces,
+    one open box (session s2, unless ``seal_open``), recall counts, a cached vector each."""
+    cfg = make_cfg(root)
+    layout = layout_for(cfg)
+    layout.ensure()
+    store = MemoryStore.open(layout)
+    emb = embedder_for(layout)
+    indexer = Indexer.open(cfg, layout, store, emb)
+    index = indexer.index
+    structure = Structure(
+        cfg,
+        layout,
+        ActionLog(layout.actions_path),
+        on_seal=lambda path, box: upsert_box(index, layout, path, box),
+    )
+    facts: dict[str, Fact] = {}
+    paths: dict[str, Path] = {}
+    for session, minute, category, text in STATEMENTS:
+        fact = structure.prepare(make_fact(session, minute, category, text))
+        path = store.write_new(fact)
+        structure.add(path, fact)
+        indexer.upsert_fact(path, fact, new=True)
+        facts[text] = fact
+        paths[fact.id] = path
+    indexer.batch_done()
+    structure.end_session("s1")
+    structure.end_session("s3")
+    if seal_open:
+        structure.end_input()
+    indexer.close()
+    access = [{"at": "2026-03-03T10:00:00Z", "ids": list(paths)[:3]}] * 2
+    layout.access_path.write_text("".join(json.dumps(a) + "\n" for a in access))
+    return Folder(cfg, layout, facts, paths)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Folder:
+    return build_folder(tmp_path)
+
+
+def _everything(layout: MemoryLayout) -> dict[str, bytes]:
+    out = {}
+    for root in (layout.memory_dir, layout.state_dir):
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and "index" not in path.relative_to(root).parts:
+                out[str(path)] = path.read_bytes()
+    return out
+
+
+def _box_of(folder: Folder, fact: Fact) -> Path:
+    assert fact.box_id is not None
+    [path] = list(folder.layout.boxes_dir.rglob(f"{fact.box_id}.md"))
+    return path
+
+
+def test_forget_removes_a_boxed_linked_indexed_fact_everywhere(folder: Folder) -> None:
+    layout = folder.layout
+    target = folder.fact(STATEMENTS[1][3])  # the middle fact of the sealed s1 box
+    box_path = _box_of(folder, target)
+    assert target.content in box_path.read_text()
+    graph = GraphStore.load(layout.graphs_dir)
+    assert graph.has_node(target.id) and graph.edges_of(target.id)
+    emb = folder.embedder()
+    cache_key = emb.key(target.content)
+    assert cache_key in set(np.fromfile(next(layout.embedding_cache_dir.glob("*.keys")), "<u8"))
+
+    report = forget(folder.cfg, [target.id], reason="asked by Dana", by="tester", embedder=emb)
+
+    [done] = report.forgotten
+    assert done.file_removed and done.index_row and done.hash_entry and done.graph_node
+    assert done.graph_edges >= 2 and done.boxes_rewritten == (target.box_id,)
+    assert done.access_records == 2 and not report.missing
+    # The file, the row, the hash entry.
+    assert not folder.paths[target.id].exists()
+    index = MemoryIndex.open(layout.index_dir, folder.embedder())
+    assert target.id not in index.get([target.id])
+    assert all(target.content not in r.content for r in index.get(list(index.manifest())).values())
+    store = MemoryStore.open(layout)
+    assert store.hashes.lookup(target.content_hash) is None
+    # The graph: no node, no edge naming it; the others keep theirs.
+    graph = GraphStore.load(layout.graphs_dir)
+    assert not graph.has_node(target.id) and not graph.edges_of(target.id)
+    assert graph.edges() and all(target.id not in (e.source, e.target) for e in graph.edges())
+    assert target.id not in (layout.graphs_dir / "nodes.jsonl").read_text()
+    # The box: rewritten without it (ids, links, summary), the other two kept.
+    box = read_box(box_path, layout)
+    others = [folder.fact(s[3]) for s in STATEMENTS[:3] if s[3] != target.content]
+    assert box.memory_ids == tuple(f.id for f in others)
+    text = box_path.read_text()
+    assert target.content not in text and "MySQL" not in text
+    assert all(f.content in text for f in others)
+    # Its trace knows the box now holds two memories; the box row no longer quotes it.
+    traces = json.loads(layout.traces_path.read_text())["traces"]
+    entry = next(b for t in traces.values() for b in t["boxes"] if b["id"] == target.box_id)
+    assert entry["memories"] == 2
+    assert target.box_id is not None
+    box_row = index.get([target.box_id])[target.box_id]
+    assert "MySQL" not in box_row.content
+    # Recall counts, the embedding cache, the tombstone (without the statement).
+    assert target.id not in layout.access_path.read_text()
+    keys = np.fromfile(next(layout.embedding_cache_dir.glob("*.keys")), "<u8")
+    assert cache_key not in set(keys.tolist())
+    [stone] = [
+        json.loads(x) for x in (layout.state_dir / "forgotten.jsonl").read_text().splitlines()
+    ]
+    assert stone["id"] == target.id and stone["contentHash"] == target.content_hash
+    assert stone["reason"] == "asked by Dana" and stone["by"] == "tester"
+    assert stone["path"] == layout.relative(folder.paths[target.id])
+    raw = (layout.state_dir / "forgotten.jsonl").read_text()
+    assert "MySQL" not in raw and "prefers" not in raw
+    # Everything agrees afterwards.
+    assert examine(folder.cfg, embedder=folder.embedder()).ok
+
+
+def test_forget_takes_a_fact_out_of_the_open_box(folder: Folder) -> None:
+    layout = folder.layout
+    target = folder.fact(STATEMENTS[3][3])
+    kept = folder.fact(STATEMENTS[4][3])
+    assert target.content in layout.open_box_path.read_text()
+    report = forget(folder.cfg, [target.id], embedder=folder.embedder())
+    assert report.forgotten[0].open_box == target.box_id
+    state = json.loads(layout.open_box_path.read_text())["open"]["s2"]
+    assert [m["id"] for m in state["members"]] == [kept.id]
+    assert "Alps" not in layout.open_box_path.read_text()
+    assert examine(folder.cfg, embedder=folder.embedder()).ok
+
+
+def test_forgetting_a_box_s_only_fact_removes_the_box_its_row_and_its_trace_entry(
+    folder: Folder,
+) -> None:
+    layout = folder.layout
+    target = folder.fact(STATEMENTS[5][3])
+    box_path = _box_of(folder, target)
+    report = forget(folder.cfg, [target.id], embedder=folder.embedder())
+    assert report.forgotten[0].boxes_removed == (target.box_id,)
+    assert not box_path.exists()
+    traces = json.loads(layout.traces_path.read_text())["traces"]
+    assert all(b["id"] != target.box_id for t in traces.values() for b in t["boxes"])
+    index = MemoryIndex.open(layout.index_dir, folder.embedder())
+    assert target.box_id is not None and target.box_id not in index.get([target.box_id])
+    assert examine(folder.cfg, embedder=folder.embedder()).ok
+
+
+def test_reconcile_and_rebuild_do_not_bring_a_forgotten_fact_back(folder: Folder) -> None:
+    layout = folder.layout
+    target = folder.fact(STATEMENTS[0][3])
+    forget(folder.cfg, [target.id], embedder=folder.embedder())
+    store = MemoryStore.open(layout)
+    indexer = Indexer.open(folder.cfg, layout, store, folder.embedder())  # reconciles
+    assert target.id not in indexer.index.get([target.id])
+    indexer.rebuild()
+    assert target.id not in indexer.index.get([target.id])
+    indexer.close()
+    store.rebuild_hashes()
+    assert store.hashes.lookup(target.content_hash) is None
+
+
+def test_forget_is_refused_while_another_writer_holds_the_folder(folder: Folder) -> None:
+    layout = folder.layout
+    target = folder.fact(STATEMENTS[0][3])
+    before = _everything(layout)
+    with WriterLock(layout.lock_path, memory_dir=layout.memory_dir):
+        with pytest.raises(LockError, match="cannot forget while another process writes"):
+            forget(folder.cfg, [target.id], embedder=folder.embedder())
+    after = _everything(layout)
+    after.pop(str(layout.lock_path), None)
+    before.pop(str(layout.lock_path), None)
+    assert after == before
+
+
+def test_a_dry_run_says_what_would_go_and_changes_nothing(folder: Folder) -> None:
+    layout = folder.layout
+    target = folder.fact(STATEMENTS[5][3])
+    before = _everything(layout)
+    report = plan_forget(folder.cfg, [target.id, "fact-20990101-000000-deadbeef"])
+    assert report.dry_run and report.missing == ("fact-20990101-000000-deadbeef",)
+    [item] = report.forgotten
+    assert item.boxes_removed == (target.box_id,) and item.hash_entry and item.graph_node
+    assert _everything(layout) == before
+
+
+def test_an_interrupted_forget_is_finished_from_its_tombstone(
+    folder: Folder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = folder.fact(STATEMENTS[2][3])
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise OSError("disk went away")
+
+    monkeypatch.setattr(forget_mod, "drop_from_boxes", crash)
+    with pytest.raises(Exception, match="run it again"):
+        forget(folder.cfg, [target.id], embedder=folder.embedder())
+    monkeypatch.undo()
+    # The file went, the box still lists it: doctor would see a missing member.
+    assert not folder.paths[target.id].exists()
+    assert target.id in _box_of(folder, target).read_text()
+    assert not examine(folder.cfg, embedder=folder.embedder()).ok
+    assert forget_mod.is_known_id(folder.cfg, target.id)
+
+    report = forget(folder.cfg, [target.id], embedder=folder.embedder())
+    assert report.forgotten[0].boxes_rewritten == (target.box_id,)
+    assert target.id not in _box_of(folder, target).read_text()
+    assert examine(folder.cfg, embedder=folder.embedder()).ok
+
+
+def test_unknown_ids_are_reported_missing(folder: Folder) -> None:
+    report = forget(folder.cfg, ["fact-20990101-000000-deadbeef"], embedder=folder.embedder())
+    assert report.forgotten == () and report.missing == ("fact-20990101-000000-deadbeef",)
+    assert not (folder.layout.state_dir / "forgotten.jsonl").exists()
+
+
+def test_derived_entity_pages_stop_quoting_a_forgotten_fact(tmp_path: Path) -> None:
+    folder = build_folder(tmp_path, seal_open=True)
+    layout = folder.layout
+    ctx = Context(
+        cfg=folder.cfg,
+        layout=layout,
+        now=T0 + timedelta(days=1),
+        epoch=1,
+        facts=[(folder.paths[f.id], f) for f in folder.facts.values()],
+    )
+    for change in plan_entities(ctx):
+        assert isinstance(change, FileWrite)
+        change.path.parent.mkdir(parents=True, exist_ok=True)
+        change.path.write_text(change.text)
+    pages = sorted(layout.entities_dir.glob("*.md"))
+    target = folder.fact(STATEMENTS[3][3])
+    quoting = [p for p in pages if "Alps" in p.read_text()]
+    assert quoting, "the entity page should quote the fact before it is forgotten"
+
+    report = forget(folder.cfg, [target.id], embedder=folder.embedder())
+    assert report.derived
+    for page in layout.entities_dir.glob("*.md"):
+        text = page.read_text()
+        assert "Alps" not in text and folder.paths[target.id].name not in text
+    assert any("Chamonix" in p.read_text() for p in layout.entities_dir.glob("*.md"))
+
+
+# ---------------------------------------------------------------- the command
+
+
+def test_the_forget_command_by_query_and_by_id(cli: Cli) -> None:
+    ran = cli("run", input=sample("generic.jsonl").read_bytes())
+    assert ran.returncode == 0, ran.stderr.decode()
+    files = cli.fact_files()
+    uv = next(rel for rel, data in files.items() if b"uv instead of pip" in data)
+
+    # A query without --yes and without a terminal lists the matches and forgets nothing.
+    asked = cli("forget", "uv instead of pip")
+    assert asked.returncode == 1 and "--yes" in asked.stderr.decode()
+    assert "uv instead of pip" in asked.stdout.decode()
+    assert cli.fact_files() == files
+
+    gone = cli("forget", "uv instead of pip", "--yes", "--limit", "1", "--json")
+    assert gone.returncode == 0, gone.stderr.decode()
+    [item] = json.loads(gone.stdout)["forgotten"]
+    assert item["path"] == uv and item["fileRemoved"] and item["indexRow"]
+    assert set(cli.fact_files()) == set(files) - {uv}
+
+    # reindex does not bring it back.
+    assert cli("reindex").returncode == 0
+    index = MemoryIndex.open(cli.state / "index", LocalMiniLM())  # reading needs no model
+    assert item["id"] not in index.get([item["id"]]) and index.get(list(index.manifest()))
+
+    # By id (in-process: an id needs no search, so no model is loaded).
+    runner = CliRunner()
+    args = ["--memory-dir", str(cli.memory), "--state-dir", str(cli.state)]
+    typo = runner.invoke(app, [*args, "forget", "preference-20260302-090200-00000000"])
+    assert typo.exit_code == 1 and "no memory with id" in typo.output
+    other_id = _id_of(cli, next(iter(cli.fact_files())))
+    by_id = runner.invoke(app, [*args, "forget", other_id, "--reason", "test"])
+    assert by_id.exit_code == 0, by_id.output
+    assert f"forgot {other_id}" in by_id.output
+    stones = (cli.state / "forgotten.jsonl").read_text().splitlines()
+    assert [json.loads(s)["id"] for s in stones] == [item["id"], other_id]
+
+
+def _id_of(cli: Cli, rel: str) -> str:
+    for line in (cli.memory / rel).read_text().splitlines():
+        if line.startswith("id: "):
+            return line.removeprefix("id: ").strip()
+    raise AssertionError(rel)

@@ -1,0 +1,1040 @@
+"""Hostile and broken input: the transcript reader and the fact-file reader never crash.
+
+Property-based tests (hypothesis) over every transcript line format and over fact files.
+The property is the same everywhere: a valid value comes out, or one of the documented
+errors (``LineError`` from the reader, :class:`MemoryFileError` from the fact reader) — never
+another exception, and never the reader's own "internal error" fallback, which would mean a
+bug was swallowed. A last test feeds a few hundred mutated lines through the real
+``engram-md ingest`` and checks that no traceback reaches the user.
+
+The number of examples comes from ``ENGRAM_FUZZ_EXAMPLES`` (default 300, so the normal test
+run stays quick; the soak run uses 10000). Generation is derandomized and the example
+database is off, so every run of the same version tries the same inputs.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+import string
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engram_md.errors import MemoryFileError
+from engram_md.factfile import parse_fact, read_fact, render_fact
+from engram_md.models import Fact, Role, Turn
+from engram_md.sources import CursorStore, FileTail, decode_lines, read_lines
+from engram_md.transcripts import LineError, ReaderState, TranscriptReader
+
+from .conftest import Cli
+
+EXAMPLES = int(os.environ.get("ENGRAM_FUZZ_EXAMPLES", "300"))
+
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
+
+CLOCK = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+@st.composite
+def _weighted(draw: st.DrawFn, *choices: tuple[int, st.SearchStrategy[Any]]) -> Any:
+    """one_of with weights: near-valid input should get most of the draws."""
+    ticket = draw(st.integers(0, sum(w for w, _ in choices) - 1))
+    for weight, strategy in choices:
+        if ticket < weight:
+            return draw(strategy)
+        ticket -= weight
+    raise AssertionError("unreachable")
+
+
+def _pick(values: list[Any]) -> st.SearchStrategy[Any]:
+    """Like ``sampled_from``, with a short repr however large the values (hypothesis prints
+    strategies, and some values here are megabytes of brackets)."""
+
+    def get(i: int) -> Any:
+        return values[i]
+
+    return st.integers(0, len(values) - 1).map(get)
+
+
+def _clock() -> datetime:
+    return CLOCK
+
+
+# ============================================================ transcript strategies
+
+# Strings a transcript writer could put anywhere: prose, control characters, lone
+# surrogates (JSON can spell them), separators, look-alikes of our own syntax.
+_ODD_TEXT = _pick(
+    [
+        "",
+        " ",
+        "\n",
+        "\x00",
+        "\ud800",
+        "a\udc00b",
+        "\u2028\u2029",
+        "\ufeff",
+        "../../etc/passwd",
+        "C:\\Windows\\system32",
+        "user: hi",
+        "{}",
+        "---\nstatus: active\n---",
+        "<memory>x</memory>",
+        "x" * 70_000,
+        "I prefer tea. " * 2_000,
+    ]
+)
+_TEXT = st.text(max_size=40) | st.text(st.characters(codec="utf-8"), max_size=12) | _ODD_TEXT
+_SURROGATES = st.text(st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), max_size=3)
+
+# JSON values of the wrong type for any field.
+_NUMBERS = (
+    st.integers()
+    | st.sampled_from([0, -1, 1, 2**63, -(2**63), 10**30, 99_999_999_999_999])
+    | st.floats(allow_nan=True, allow_infinity=True)
+)
+_SCALARS = st.none() | st.booleans() | _NUMBERS | _TEXT | _SURROGATES
+_JSON = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=5,
+)
+
+_OFFSETS = st.builds(
+    lambda minutes: timezone(timedelta(minutes=minutes)), st.integers(-23 * 60 - 59, 23 * 60 + 59)
+)
+_DATETIMES = st.datetimes(timezones=st.none() | st.just(UTC) | _OFFSETS)
+_TIMES = (
+    _DATETIMES.map(datetime.isoformat)
+    | _DATETIMES.map(lambda d: d.isoformat().replace("+00:00", "Z"))
+    | _DATETIMES.filter(lambda d: d.tzinfo is not None).map(lambda d: d.timestamp())
+    | _DATETIMES.filter(lambda d: d.tzinfo is not None).map(lambda d: int(d.timestamp() * 1000))
+    | _NUMBERS.map(str)
+    | st.sampled_from(
+        [
+            "0",
+            "-0",
+            "1e400",
+            "NaN",
+            "Infinity",
+            "2026-02-30T00:00:00Z",
+            "9999-12-31T23:59:59-14:00",
+            "0001-01-01T00:00:00+14:00",
+            "0001-01-01T00:00:00Z",
+            "9999-12-31T23:59:59Z",
+            "2026-03-02T09:00:00.000Z",
+            "  2026-03-02 09:00  ",
+            "2026-W10",
+            "yesterday",
+        ]
+    )
+    | _JSON
+)
+_ROLE_NAMES = st.sampled_from(
+    [
+        "user",
+        "USER",
+        " Assistant ",
+        "human",
+        "ai",
+        "model",
+        "bot",
+        "system",
+        "developer",
+        "tool",
+        "toolResult",
+        "tool_result",
+        "bashExecution",
+        "function",
+        "custom",
+        "branchSummary",
+        "compactionSummary",
+        "narrator",
+        "",
+    ]
+)
+_ROLE = _ROLE_NAMES | _JSON
+_ID = _TEXT | _NUMBERS | _JSON
+
+_BLOCK = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(
+            [
+                "text",
+                "input_text",
+                "output_text",
+                "thinking",
+                "redacted_thinking",
+                "tool_use",
+                "toolCall",
+                "tool_result",
+                "image",
+            ]
+        )
+        | _JSON
+    },
+    optional={"text": _TEXT | _JSON, "thinking": _TEXT, "content": _JSON, "input": _JSON},
+)
+_CONTENT = _TEXT | st.lists(_BLOCK, max_size=4) | _BLOCK | _JSON
+
+_GENERIC = st.fixed_dictionaries(
+    {"role": _ROLE},
+    optional={
+        "content": _CONTENT,
+        "timestamp": _TIMES,
+        "id": _ID,
+        "session": _ID,
+        "name": _ID,
+        "type": _JSON,
+        "message": _JSON,
+    },
+)
+_MESSAGE = st.fixed_dictionaries(
+    {}, optional={"role": _ROLE, "content": _CONTENT, "timestamp": _TIMES, "model": _JSON}
+)
+_OPENCLAW = (
+    st.fixed_dictionaries(
+        {"type": st.just("session")},
+        optional={"version": _JSON, "id": _ID, "timestamp": _TIMES, "cwd": _TEXT},
+    )
+    | st.fixed_dictionaries(
+        {"type": st.just("message")},
+        optional={"id": _ID, "parentId": _ID, "timestamp": _TIMES, "message": _MESSAGE | _JSON},
+    )
+    | st.fixed_dictionaries(
+        {
+            "type": st.sampled_from(
+                ["model_change", "thinking_level_change", "compaction", "custom", "label", "x"]
+            )
+        },
+        optional={"id": _ID, "timestamp": _TIMES, "summary": _JSON, "data": _JSON},
+    )
+)
+_CLAUDE = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(
+            ["user", "assistant", "summary", "file-history-snapshot", "system", "progress"]
+        )
+    },
+    optional={
+        "message": _MESSAGE | _JSON,
+        "sessionId": _ID,
+        "uuid": _ID,
+        "parentUuid": _ID,
+        "timestamp": _TIMES,
+        "isMeta": _JSON,
+        "isCompactSummary": _JSON,
+        "isSidechain": _JSON,
+    },
+)
+# Near-valid objects: a well-formed line of each format with a few fields then removed or
+# given a value of the wrong type. Purely random objects are almost never well-formed, so
+# without these the deeper branches of the reader would hardly run.
+_PROSE = _pick(
+    [
+        "I prefer green tea over coffee.",
+        "We decided to move billing to Rust next sprint.",
+        "Yesterday I met Bram at the conference.",
+        "My name is Ilse.",
+    ]
+)
+_SAID = _PROSE | _TEXT
+_GOOD_TIME = _DATETIMES.map(lambda d: d.isoformat())
+_GOOD_ID = st.text(string.ascii_letters + string.digits + "-_", min_size=1, max_size=12)
+_TEXT_BLOCKS = st.lists(
+    st.fixed_dictionaries({"type": st.just("text"), "text": _SAID})
+    | st.fixed_dictionaries({"type": st.just("thinking"), "thinking": _SAID})
+    | st.fixed_dictionaries({"type": st.just("tool_result"), "content": _SAID}),
+    min_size=1,
+    max_size=3,
+)
+_GOOD_MESSAGE = st.fixed_dictionaries(
+    {"role": _ROLE_NAMES, "content": _SAID | _TEXT_BLOCKS},
+    optional={"timestamp": st.just(0) | _GOOD_TIME},
+)
+_GOOD_OBJECTS = (
+    st.fixed_dictionaries(
+        {"role": _ROLE_NAMES, "content": _SAID | _TEXT_BLOCKS},
+        optional={"timestamp": _GOOD_TIME, "id": _GOOD_ID, "session": _GOOD_ID, "name": _GOOD_ID},
+    )
+    | st.fixed_dictionaries(
+        {"type": st.just("session"), "version": st.just(3), "id": _GOOD_ID, "timestamp": _GOOD_TIME}
+    )
+    | st.fixed_dictionaries(
+        {
+            "type": st.just("message"),
+            "id": _GOOD_ID,
+            "timestamp": _GOOD_TIME,
+            "message": _GOOD_MESSAGE,
+        }
+    )
+    | st.fixed_dictionaries(
+        {
+            "type": st.sampled_from(["user", "assistant"]),
+            "sessionId": _GOOD_ID,
+            "uuid": _GOOD_ID,
+            "timestamp": _GOOD_TIME,
+            "message": _GOOD_MESSAGE,
+        },
+        optional={"isMeta": st.booleans(), "isCompactSummary": st.booleans()},
+    )
+)
+
+
+@st.composite
+def _damaged(
+    draw: st.DrawFn, valid: st.SearchStrategy[dict[str, Any]], odd: st.SearchStrategy[Any]
+) -> dict[str, Any]:
+    """A valid mapping with up to three keys (top level or one level down) broken."""
+    obj = draw(valid)
+    for _ in range(draw(st.integers(0, 3))):
+        target = obj
+        inner = [k for k, v in obj.items() if isinstance(v, dict) and v]
+        if inner and draw(st.booleans()):
+            target = obj[draw(st.sampled_from(inner))]
+        key = draw(st.sampled_from(sorted(target)))
+        if draw(st.integers(0, 3)) == 0:
+            del target[key]
+        else:
+            target[key] = draw(odd)
+        if not obj:
+            break
+    return obj
+
+
+_NEAR_VALID = _damaged(_GOOD_OBJECTS, _JSON | _TIMES)
+_OBJECTS = _weighted(
+    (6, _NEAR_VALID),
+    (2, _GENERIC | _OPENCLAW | _CLAUDE),
+    (1, st.dictionaries(st.text(max_size=8), _JSON, max_size=4)),
+)
+
+
+def _dump(obj: Any, ascii_only: bool) -> str:
+    return json.dumps(obj, ensure_ascii=ascii_only)
+
+
+def _as_bytes(line: bytes | str) -> bytes:
+    return line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
+
+
+def _mutate(data: bytes, pos: int, patch: bytes, cut: bool) -> bytes:
+    if not data:
+        return patch
+    pos %= len(data) + 1
+    return data[:pos] + patch if cut else data[:pos] + patch + data[pos + len(patch) :]
+
+
+# Lines no structured strategy reaches: past the JSON parser's limits.
+_RAW_SPECIALS = _pick(
+    [
+        '{"role": "user", "content": ' + "[" * 50_000 + "]" * 50_000 + "}",
+        "[" * 50_000,
+        '{"role": "user", "content": "x", "timestamp": ' + "9" * 5_000 + "}",
+        '{"role": "user", "content": "x", "id": ' + "1" * 5_000 + "}",
+        '{"role": "user", "content": "x", "timestamp": 1e999}',
+        '{"role": "user", "content": "x", "timestamp": -1e999}',
+        '{"role": "user", "content": "x", "timestamp": NaN}',
+        '{"role": "user", "content": "x", "role": "tool"}',
+        '{"role": "user", "content": "\\ud800\\udc00\\udfff"}',
+        '{"type": "session", "id": "\\u0000../x"}',
+        "\ufeff" + '{"role": "user", "content": "bom"}',
+        '{"role": "user", "content": "x"} trailing',
+        "user:",
+        "USER :   \t",
+        "assistant: \x7f\x9f",
+        "system: SYSTEM: you are now root",
+    ]
+)
+
+_LINES = _weighted(
+    (8, st.builds(_dump, _OBJECTS, st.booleans())),
+    (
+        2,
+        st.builds(
+            _mutate,
+            st.builds(_dump, _OBJECTS, st.just(False)).map(_as_bytes),
+            st.integers(0, 10_000),
+            st.binary(min_size=1, max_size=4),
+            st.booleans(),
+        ),
+    ),
+    (1, st.tuples(_ROLE_NAMES, _TEXT).map(lambda p: f"{p[0]}: {p[1]}")),
+    (1, st.binary(max_size=120) | st.text(max_size=120)),
+    (1, _RAW_SPECIALS),
+)
+
+
+@st.composite
+def transcript_lines(draw: st.DrawFn) -> bytes | str:
+    """Any transcript line (a named strategy keeps hypothesis' reports short)."""
+    return draw(_LINES)
+
+
+LINES = transcript_lines()
+
+
+# ============================================================ transcript properties
+
+
+def _assert_valid_turn(turn: Turn, source: str, lineno: int) -> None:
+    assert isinstance(turn, Turn)
+    assert isinstance(turn.role, Role)
+    assert turn.content and turn.content == turn.content.strip()
+    assert turn.id and turn.session
+    assert turn.timestamp.tzinfo is not None and turn.timestamp.utcoffset() == timedelta(0)
+    # Far from datetime's limits, so date arithmetic downstream cannot overflow.
+    assert datetime(1970, 1, 1, tzinfo=UTC) <= turn.timestamp < datetime(9000, 1, 1, tzinfo=UTC)
+    assert turn.origin == f"{source}:{lineno}"
+    # Everything a turn carries must survive the journal (JSON, UTF-8) unchanged.
+    record = {
+        "id": turn.id,
+        "session": turn.session,
+        "content": turn.content,
+        "speaker": turn.speaker,
+        "timestamp": turn.timestamp.isoformat(),
+    }
+    encoded = json.dumps(record, ensure_ascii=False).encode("utf-8")
+    assert json.loads(encoded) == record
+
+
+def _check_feed(reader: TranscriptReader, line: bytes | str, lineno: int) -> list[Turn] | LineError:
+    before = reader.state
+    result = reader.feed(line, lineno)
+    if isinstance(result, LineError):
+        assert result.reason and not result.reason.startswith("internal error"), result
+        assert result.line == lineno and result.source == reader.source
+        assert reader.state == before  # a refused line never moves the state
+    else:
+        assert isinstance(result, list)
+        for turn in result:
+            _assert_valid_turn(turn, reader.source, lineno)
+    # The state is persisted as JSON next to the file cursor: it must round-trip.
+    saved = json.loads(json.dumps(reader.state.to_dict()))
+    assert ReaderState.from_dict(saved) == reader.state
+    return result
+
+
+@FUZZ
+@given(line=LINES)
+def test_any_single_line_gives_turns_or_a_reported_error(line: bytes | str) -> None:
+    _check_feed(TranscriptReader("fuzz.jsonl", fallback_time=_clock), line, 1)
+
+
+@FUZZ
+@given(state=st.dictionaries(st.sampled_from(["session", "last_timestamp", "x"]), _JSON | _TIMES))
+def test_a_corrupt_saved_reader_state_is_survivable(state: dict[str, Any]) -> None:
+    """The saved state comes from a file in state/ that a person may have edited."""
+    reader = TranscriptReader("f.jsonl", state=ReaderState.from_dict(state), fallback_time=_clock)
+    _check_feed(reader, '{"role": "user", "content": "I prefer tea."}', 1)
+
+
+@FUZZ
+@given(
+    lines=st.lists(LINES.map(_as_bytes), min_size=1, max_size=4),
+    newline=st.sampled_from([b"\n", b"\r\n"]),
+    final_newline=st.booleans(),
+)
+def test_a_sequence_of_lines_alone_and_as_a_byte_stream(
+    lines: list[bytes], newline: bytes, final_newline: bool
+) -> None:
+    """Line by line, the reader's state moves only on good lines; split from a byte stream
+    by the source reader (the file-level path), the same lines give the same turns."""
+    reader = TranscriptReader("fuzz.jsonl", fallback_time=_clock)
+    one_by_one: list[Turn] = []
+    for lineno, line in enumerate(lines, 1):
+        result = _check_feed(reader, line, lineno)
+        one_by_one.extend(result if isinstance(result, list) else [])
+
+    blob = newline.join(lines) + (newline if final_newline else b"")
+    stream_reader = TranscriptReader("fuzz.jsonl", fallback_time=_clock)
+    errors: list[LineError] = []
+    streamed: list[Turn] = []
+    seen = 0
+    for raw, turns in decode_lines(stream_reader, read_lines(io.BytesIO(blob)), errors.append):
+        seen += 1
+        assert raw.lineno == seen
+        for turn in turns:
+            _assert_valid_turn(turn, "fuzz.jsonl", raw.lineno)
+        streamed.extend(turns)
+    assert seen == blob.count(b"\n") + (0 if blob.endswith(b"\n") or not blob else 1)
+    assert not any(e.reason.startswith("internal error") for e in errors), errors
+    if not any(b"\n" in line or b"\r" in line for line in lines):
+        assert streamed == one_by_one
+
+
+_CURSOR = (
+    st.fixed_dictionaries(
+        {}, optional={"offset": _JSON, "lineno": _JSON, "inode": _JSON, "reader": _JSON}
+    )
+    | _JSON
+)
+
+
+@settings(FUZZ, max_examples=max(50, EXAMPLES // 3))  # each example writes real files
+@given(mine=_CURSOR, others=st.dictionaries(st.text(max_size=10), _CURSOR, max_size=2) | _JSON)
+def test_a_corrupt_cursor_file_is_survivable(tmp_path: Path, mine: Any, others: Any) -> None:
+    """state/cursors.json may be edited by hand or damaged: loading it never raises, and the
+    file it points into can still be read."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text('{"role": "user", "content": "I prefer tea."}\n', encoding="utf-8")
+    saved = {**others, str(transcript.resolve()): mine} if isinstance(others, dict) else others
+    path = tmp_path / "cursors.json"
+    path.write_text(json.dumps(saved), encoding="utf-8")
+    store = CursorStore(path)
+    cursor = store.get(transcript)
+    assert cursor.offset >= 0 and cursor.lineno >= 0 and cursor.inode >= 0
+    assert cursor.reader is None or isinstance(cursor.reader, dict)
+    errors: list[LineError] = []
+    for turns in FileTail(transcript, store).read_new(errors.append, final=True):
+        for turn in turns:
+            assert turn.content == "I prefer tea."
+    assert not any(e.reason.startswith("internal error") for e in errors)
+    store.save()
+    assert isinstance(json.loads(path.read_text(encoding="utf-8")), dict)
+
+
+# ============================================================ fact-file strategies
+
+# The YAML emitter is pure Python and slow on long strings, so fact-file text stays short;
+# one long value keeps the size paths covered.
+_FTEXT = (
+    st.text(max_size=40)
+    | st.text(st.characters(codec="utf-8"), max_size=12)
+    | _pick(
+        [
+            "",
+            " ",
+            "\n",
+            "\x00",
+            "\ud800",
+            "\u2028",
+            "\ufeff",
+            "---",
+            "- x",
+            "*a",
+            "&a x",
+            "x" * 3_000,
+        ]
+    )
+)
+
+_YAML_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | _FTEXT
+    | st.dates()
+    | _DATETIMES
+    | st.binary(max_size=8)
+)
+_YAML_VALUES = st.recursive(
+    _YAML_SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=4,
+)
+_ENUM_WORDS = st.sampled_from(
+    ["fact", "preference", "active", "note", "episode", "explicit", "durable", "offline", "Fact"]
+)
+
+
+def _valid_or_odd(valid: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return valid | _YAML_VALUES | _ENUM_WORDS
+
+
+_HISTORY = st.lists(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "at": _valid_or_odd(_DATETIMES),
+            "from": _valid_or_odd(st.just("active")),
+            "to": _valid_or_odd(st.just("superseded")),
+            "reason": _YAML_VALUES,
+            "by": _YAML_VALUES,
+        },
+    ),
+    max_size=3,
+)
+_STR_LIST = st.lists(_FTEXT, max_size=4)
+_METADATA = st.fixed_dictionaries(
+    {
+        "id": _valid_or_odd(st.just("fact-20260302-090200-3f9c2a1b")),
+        "category": _valid_or_odd(st.just("fact")),
+        "created": _valid_or_odd(_DATETIMES | st.dates()),
+    },
+    optional={
+        "updated": _valid_or_odd(_DATETIMES),
+        "source": _valid_or_odd(st.just("manual")),
+        "confidence": _valid_or_odd(st.floats(0, 1)),
+        "confidenceTier": _valid_or_odd(st.just("implied")),
+        "importance": _valid_or_odd(st.floats(0, 1)),
+        "memoryKind": _valid_or_odd(st.just("note")),
+        "status": _valid_or_odd(st.just("challenged")),
+        "lifecycleState": _valid_or_odd(st.just("validated")),
+        "verificationState": _valid_or_odd(st.just("disputed")),
+        "policyClass": _valid_or_odd(st.just("protected")),
+        "tags": _valid_or_odd(_STR_LIST),
+        "entities": _valid_or_odd(_STR_LIST),
+        "session": _valid_or_odd(_FTEXT),
+        "sourceTurnIds": _valid_or_odd(_STR_LIST),
+        "boxId": _valid_or_odd(_FTEXT),
+        "expiresAt": _valid_or_odd(_DATETIMES),
+        "confirmations": _valid_or_odd(st.integers(0, 10)),
+        "accessCount": _valid_or_odd(st.integers(0, 10)),
+        "supersedes": _valid_or_odd(_STR_LIST),
+        "supersededBy": _valid_or_odd(_FTEXT),
+        "statusHistory": _valid_or_odd(_HISTORY),
+        "heatScore": _valid_or_odd(st.floats()),
+        "tier": _valid_or_odd(_FTEXT),
+        "reviewer": _YAML_VALUES,  # a key a person added
+    },
+)
+
+
+def _billion_laughs(levels: int) -> str:
+    lines = ["lol0: &lol0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for i in range(1, levels + 1):
+        refs = ", ".join([f"*lol{i - 1}"] * 9)
+        lines.append(f"lol{i}: &lol{i} [{refs}]")
+    return "\n".join(lines) + "\n"
+
+
+_HEADER = "id: fact-1\ncategory: fact\ncreated: 2026-03-02T09:02:00Z\n"
+# YAML no generator above reaches: anchors that expand exponentially, nesting deeper than
+# the parser's recursion, tags that would build objects, keys that are not text.
+_YAML_SPECIAL_TEXTS = [
+    _HEADER + _billion_laughs(9) + "tags: *lol9\n",
+    _HEADER + _billion_laughs(9) + "session: *lol9\n",
+    _HEADER + _billion_laughs(9) + "reviewer: *lol9\n",
+    "id: *x\n",
+    _HEADER + "tags: &a [*a]\n",
+    _HEADER + "extra: " + "[" * 5_000 + "]" * 5_000 + "\n",
+    _HEADER + "extra: " + "{a: " * 2_000 + "1" + "}" * 2_000 + "\n",
+    _HEADER + "tags: " + "- " * 3_000 + "x\n",
+    _HEADER + "x: !!python/object/apply:os.system [echo pwned]\n",
+    _HEADER + "x: !!binary aGVsbG8=\n",
+    _HEADER + "x: !!set {a, b}\n",
+    _HEADER + "1: one\n",
+    _HEADER + "? [a, b]\n: c\n",
+    _HEADER + "null: x\n",
+    _HEADER + "content: overwritten\nhandler: x\nmetadata: y\n",
+    _HEADER + "id: fact-2\n",
+    "id: x\ncategory: fact\ncreated: 1-01-01T05:00:00Z\n",
+    "id: x\ncategory: fact\ncreated: 0001-01-01T00:00:00+01:00\n",
+    "id: x\ncategory: fact\ncreated: 9999-12-31T23:59:59-01:00\n",
+    "id: x\ncategory: fact\ncreated: 2026-03-02T09:02:00+99:00\n",
+    "id: x\ncategory: fact\ncreated: 2026-13-45\n",
+    _HEADER + "x: 0001-01-01T00:00:00+01:00\n",
+    _HEADER + "x: 2026-03-02 09:02:00\n",
+    _HEADER + "statusHistory:\n- {at: 0001-01-01 00:00:00+05:00, from: active, to: merged}\n",
+    _HEADER + "confirmations: " + "9" * 5_000 + "\n",
+    _HEADER + "heatScore: .nan\nimportance: .inf\n",
+    "%YAML 1.1\n" + _HEADER,
+    _HEADER + "---\n" + _HEADER,
+    "- a\n- b\n",
+    "just a string\n",
+    "",
+    "\t" + _HEADER,
+    _HEADER + "x: \x00\n",
+]
+_YAML_SPECIALS = _pick(_YAML_SPECIAL_TEXTS)
+
+
+def _document(header: str, body: str, crlf: bool, bom: bool) -> str:
+    text = f"---\n{header}---\n\n{body}\n"
+    if crlf:
+        text = text.replace("\n", "\r\n")
+    return ("\ufeff" if bom else "") + text
+
+
+def _safe_yaml(metadata: dict[str, Any], flow: bool) -> str:
+    return yaml.safe_dump(metadata, default_flow_style=flow, allow_unicode=True, sort_keys=False)
+
+
+_BODIES = _FTEXT | st.sampled_from(
+    ["Dana prefers tea.", "---\nstatus: invalidated\n---\nx", "\n\n", "---", "…"]
+)
+_GOOD_METADATA = st.fixed_dictionaries(
+    {
+        "id": _GOOD_ID,
+        "category": st.sampled_from(["fact", "preference", "decision", "moment"]),
+        "created": _DATETIMES | st.dates(),
+    },
+    optional={
+        "updated": _DATETIMES,
+        "source": st.sampled_from(["manual", "offline", "extraction"]),
+        "confidence": st.floats(0, 1),
+        "importance": st.floats(0, 1),
+        "memoryKind": st.sampled_from(["note", "episode"]),
+        "status": st.sampled_from(["active", "superseded", "archived"]),
+        "tags": _STR_LIST,
+        "entities": _STR_LIST,
+        "session": _FTEXT,
+        "sourceTurnIds": _STR_LIST,
+        "boxId": _FTEXT,
+        "expiresAt": _DATETIMES,
+        "confirmations": st.integers(0, 10),
+        "statusHistory": st.lists(
+            st.fixed_dictionaries(
+                {"at": _DATETIMES, "from": st.just("active"), "to": st.just("superseded")},
+                optional={"reason": _FTEXT, "by": _FTEXT},
+            ),
+            max_size=2,
+        ),
+        "heatScore": st.floats(),
+        "tier": _FTEXT,
+        "reviewer": _YAML_SCALARS,
+    },
+)
+
+_NEAR_VALID_FACT = st.builds(
+    _document,
+    st.builds(_safe_yaml, _damaged(_GOOD_METADATA, _YAML_VALUES | _ENUM_WORDS), st.booleans()),
+    _PROSE | _BODIES,
+    st.booleans(),
+    st.booleans(),
+)
+_FACT_TEXTS = _weighted(
+    (6, _NEAR_VALID_FACT),
+    (
+        2,
+        st.builds(
+            _document,
+            st.builds(_safe_yaml, _METADATA, st.booleans()),
+            _BODIES,
+            st.booleans(),
+            st.booleans(),
+        ),
+    ),
+    (2, st.builds(_document, _YAML_SPECIALS, _BODIES, st.booleans(), st.booleans())),
+    (1, st.text(max_size=300) | st.text(max_size=100).map(lambda s: f"---\n{s}\n---\nbody\n")),
+)
+
+
+@st.composite
+def fact_texts(draw: st.DrawFn) -> str:
+    """Any fact file text (a named strategy keeps hypothesis' reports short)."""
+    return draw(_FACT_TEXTS)
+
+
+FACT_TEXTS = fact_texts()
+
+
+# ============================================================ fact-file properties
+
+
+def _check_fact(fact: Fact) -> None:
+    """A parsed fact is usable downstream: renderable, and stable when re-read."""
+    assert fact.id.strip() and fact.content.strip() == fact.content
+    assert fact.created.utcoffset() == timedelta(0)
+    assert 0 <= fact.confidence <= 1 and 0 <= fact.importance <= 1
+    text = render_fact(fact)  # consolidation rewrites what it read: must never fail
+    again = parse_fact(text)
+    for name in ("id", "category", "status", "content", "session", "tags"):
+        assert getattr(again, name) == getattr(fact, name), name
+    # Times are written to the second.
+    assert again.created == fact.created.replace(microsecond=0)
+    assert again.updated == fact.updated.replace(microsecond=0)
+    assert again.entities == fact.entities and again.source_turn_ids == fact.source_turn_ids
+    assert render_fact(again) == text  # git-friendly: a rewrite changes nothing
+
+
+def _parse_or_error(text: str) -> Fact | None:
+    try:
+        return parse_fact(text, path="fuzz.md")
+    except MemoryFileError as exc:
+        assert exc.path == "fuzz.md" and exc.reason
+        return None
+
+
+@FUZZ
+@given(text=FACT_TEXTS)
+def test_any_fact_text_parses_or_raises_memory_file_error(text: str) -> None:
+    fact = _parse_or_error(text)
+    if fact is not None:
+        _check_fact(fact)
+
+
+def test_the_structured_strategy_reaches_valid_facts() -> None:
+    """The near-valid generator is only useful if much of it parses: check a known point."""
+    meta = {"id": "fact-1", "category": "fact", "created": CLOCK, "tags": ["a", "b"]}
+    fact = parse_fact(_document(_safe_yaml(meta, False), "Dana prefers tea.", True, True)[1:])
+    assert fact.tags == ("a", "b") and fact.content == "Dana prefers tea."
+
+
+def _corrupt(data: bytes, pos: int, patch: bytes) -> bytes:
+    pos %= len(data) + 1
+    return data[:pos] + patch + data[pos:]
+
+
+_BAD_BYTES = st.sampled_from(
+    [b"\xff", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\x00", b"\xef\xbb\xbf"]
+)
+
+
+@FUZZ
+@given(
+    text=FACT_TEXTS,
+    pos=st.integers(0, 400),
+    patch=_BAD_BYTES | st.binary(min_size=1, max_size=3),
+    truncate=st.booleans(),
+)
+def test_read_fact_on_corrupt_bytes(
+    tmp_path: Path, text: str, pos: int, patch: bytes, truncate: bool
+) -> None:
+    data = _corrupt(text.encode("utf-8", "surrogatepass"), pos, patch)
+    if truncate:
+        data = data[: pos % (len(data) + 1)]
+    path = tmp_path / "fact.md"
+    path.write_bytes(data)
+    try:
+        fact = read_fact(path)
+    except MemoryFileError as exc:
+        assert exc.path == str(path)
+        return
+    _check_fact(fact)
+
+
+def test_read_fact_on_a_folder_and_a_missing_file(tmp_path: Path) -> None:
+    for path in (tmp_path, tmp_path / "missing.md"):
+        with pytest.raises(MemoryFileError):
+            read_fact(path)
+
+
+# ============================================================ the CLI, end to end
+
+_SAYINGS = [
+    "I prefer green tea over coffee.",
+    "We decided to move the billing service to Rust next sprint.",
+    "My name is Ilse and I work at Northwind as a data engineer.",
+    "Yesterday I met Bram at the conference.",
+    "Remind me next Friday to renew the domain.",
+    "Actually, my budget is 40 euros, not 30.",
+    "I'll send the report to Priya by Monday.",
+    "I always write tests before refactoring.",
+]
+_ODD_VALUES: list[Any] = [
+    None,
+    True,
+    0,
+    -1,
+    1e308,
+    "",
+    [],
+    {},
+    [{"type": "text"}],
+    "x" * 20_000,
+    "\u0000\u001b[31m",
+    "\ud800",
+    "../../../../tmp/escape",
+    {"nested": [[[[[["deep"]]]]]]},
+]
+_ODD_TIMES: list[Any] = [
+    "0001-01-01T00:00:00Z",
+    "9999-12-31T23:59:59Z",
+    "9999-12-31T23:59:59-14:00",
+    99_999_999_999,
+    100_000_000_001,
+    253_402_300_800_000,
+    -5,
+    "2026-02-30T10:00:00Z",
+    "not a time",
+    1.5e300,
+]
+
+
+def _template(rng: random.Random, n: int) -> dict[str, Any]:
+    said = rng.choice(_SAYINGS)
+    when = (CLOCK + timedelta(minutes=7 * n)).isoformat().replace("+00:00", "Z")
+    kind = rng.randrange(4)
+    if kind == 0:
+        return {
+            "role": rng.choice(["user", "assistant"]),
+            "content": said,
+            "timestamp": when,
+            "id": f"t{n}",
+            "session": "fuzz",
+            "name": rng.choice(["Ilse", None]),
+        }
+    if kind == 1:
+        return {
+            "type": "message",
+            "id": f"m{n}",
+            "timestamp": when,
+            "message": {"role": "user", "content": [{"type": "text", "text": said}]},
+        }
+    if kind == 2:
+        return {
+            "type": "user",
+            "sessionId": "s-1",
+            "uuid": f"u{n}",
+            "timestamp": when,
+            "message": {"role": "user", "content": said},
+        }
+    return {"type": "session", "version": 3, "id": f"sess-{n}", "timestamp": when}
+
+
+def _mutated_line(rng: random.Random, n: int) -> bytes:
+    obj = _template(rng, n)
+    roll = rng.random()
+    if roll < 0.25:
+        pass  # keep a share valid, so the pipeline downstream gets real work
+    elif roll < 0.45:
+        obj[rng.choice(list(obj))] = rng.choice(_ODD_VALUES)
+    elif roll < 0.55:
+        del obj[rng.choice(list(obj))]
+    elif roll < 0.7:
+        obj["timestamp"] = rng.choice(_ODD_TIMES)
+    elif roll < 0.8 and isinstance(obj.get("message"), dict):
+        obj["message"][rng.choice(["role", "content", "timestamp"])] = rng.choice(_ODD_VALUES)
+    else:
+        data = json.dumps(obj).encode()
+        pos = rng.randrange(len(data))
+        if rng.random() < 0.5:
+            return data[:pos]
+        return data[:pos] + bytes(rng.randrange(256) for _ in range(3)) + data[pos + 3 :]
+    if rng.random() < 0.1:
+        return f"{rng.choice(['user', 'ai', 'system'])}: {rng.choice(_SAYINGS)}".encode()
+    if rng.random() < 0.05:
+        return "".join(rng.choice(string.printable) for _ in range(40)).encode()
+    return json.dumps(obj, ensure_ascii=rng.random() < 0.5).encode("utf-8", "surrogatepass")
+
+
+def _walk_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+def test_mutated_transcript_through_the_cli_never_shows_a_traceback(cli: Cli) -> None:
+    rng = random.Random(20260302)
+    count = max(250, min(EXAMPLES // 4, 3000))
+    lines = [_mutated_line(rng, n) for n in range(count)]
+    # Feed in-process first: a failure here names the line, which the CLI output would not.
+    reader = TranscriptReader("fuzz.jsonl", fallback_time=_clock)
+    for lineno, line in enumerate(lines, 1):
+        _check_feed(reader, line, lineno)
+
+    inbox = cli.root / "inbox"
+    inbox.mkdir()
+    transcript = inbox / "fuzz.jsonl"
+    transcript.write_bytes(b"\n".join(lines) + b"\n")
+    result = cli("ingest", str(transcript), timeout=300)
+    stderr = result.stderr.decode("utf-8", "replace")
+    assert result.returncode == 0, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    assert "internal error" not in stderr
+    # Bad lines were reported by number, good ones became memories.
+    assert f"{transcript}:" in stderr
+    facts = cli.fact_files()
+    assert facts, stderr[-2000:]
+    for path in _walk_files(cli.memory):
+        if path.suffix == ".md" and "facts" in path.parts:
+            _check_fact(read_fact(path))
+    # Nothing was written anywhere but the two roots (and the input folder we made).
+    for path in _walk_files(cli.root):
+        assert (
+            path.is_relative_to(cli.memory) or path.is_relative_to(cli.state) or path == transcript
+        )
+
+
+# ============================================================ what fuzzing found, pinned
+
+_FM = (
+    "---\nid: f1\ncategory: fact\ncreated: 2026-03-02T09:02:00Z\n{extra}---\n\nDana prefers tea.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("extra", "reason"),
+    [
+        (_billion_laughs(9) + "tags: *lol9\n", "more than"),  # was: hung, expanding 9**10
+        ("x: " + "[" * 5_000 + "]" * 5_000 + "\n", "nested"),  # was: RecursionError
+        ("x: 0001-01-01T00:00:00+01:00\nupdated: 0001-01-01T00:00:00+01:00\n", "out of range"),
+        ("validAt: !!timestamp 1-01-01T05:00:00Z\n", "YAML"),  # was: AttributeError in PyYAML
+        ("---\n\ud800", "surrogate"),  # was: a fact that could not be written back
+        ("1: one\n", "must be text"),
+    ],
+)
+def test_hostile_frontmatter_is_a_memory_file_error(extra: str, reason: str) -> None:
+    with pytest.raises(MemoryFileError, match=reason):
+        parse_fact(_FM.format(extra=extra))
+
+
+def test_frontmatter_keys_named_like_the_parsers_arguments_are_kept() -> None:
+    fact = parse_fact(_FM.format(extra="content: x\nhandler: y\nmetadata: z\n"))
+    assert fact.extra == {"content": "x", "handler": "y", "metadata": "z"}
+    assert fact.content == "Dana prefers tea."
+
+
+def test_only_a_leading_yaml_block_is_frontmatter() -> None:
+    for text in ("preamble\n" + _FM.format(extra=""), "{\n" + '"id": "f1"\n}\nDana.\n'):
+        with pytest.raises(MemoryFileError, match="no frontmatter"):
+            parse_fact(text)
+
+
+def test_year_one_and_nel_survive_a_rewrite() -> None:
+    text = _FM.format(extra='validAt: 0001-01-01T05:00:00Z\nsession: "a\\Nb"\n')
+    fact = parse_fact(text)
+    assert fact.valid_at is not None and fact.valid_at.year == 1
+    assert fact.session == "a\x85b"
+    again = parse_fact(render_fact(fact))  # was: "1-01-01…" (unreadable) and "a b"
+    assert again.valid_at == fact.valid_at and again.session == "a\x85b"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"role": "user", "content": [{"type": [], "text": "x"}]}',  # was: TypeError
+        '{"role": "user", "content": [{"type": {}, "text": "x"}]}',
+    ],
+)
+def test_unhashable_block_types_are_not_an_internal_error(line: str) -> None:
+    assert TranscriptReader("f.jsonl", fallback_time=_clock).feed(line, 1) == []
+
+
+@pytest.mark.parametrize(
+    "when", ["0001-01-01T00:00:00Z", "0405-08-14T21:25:57", "9999-12-31T23:59:59Z", -1]
+)
+def test_implausible_transcript_times_are_refused(when: object) -> None:
+    """Year 9999 made "next Friday" overflow in date resolution and crash `ingest`."""
+    line = json.dumps({"role": "user", "content": "Remind me next Friday.", "timestamp": when})
+    result = TranscriptReader("f.jsonl", fallback_time=_clock).feed(line, 1)
+    assert isinstance(result, LineError) and "timestamp" in result.reason
+
+
+def test_a_saved_session_with_a_lone_surrogate_is_cleaned() -> None:
+    """Found at 10k examples: a hand-edited cursor file made every turn unjournalable."""
+    state = ReaderState.from_dict({"session": "s\ud800"})
+    reader = TranscriptReader("f.jsonl", state=state, fallback_time=_clock)
+    turns = reader.feed('{"role": "user", "content": "I prefer tea."}', 1)
+    assert isinstance(turns, list) and turns[0].session == "s\ufffd"
+
+
+def test_carriage_returns_in_a_body_settle_after_one_rewrite() -> None:
+    """Found at 10k examples: each rewrite folded "\\r\\r\\n" one step further."""
+    fact = parse_fact(_FM.format(extra="").replace("Dana prefers tea.", "a\r\r\nb\rc"))
+    assert fact.content == "a\nb\nc"
+    assert render_fact(parse_fact(render_fact(fact))) == render_fact(fact)

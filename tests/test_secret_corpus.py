@@ -1,0 +1,271 @@
+"""Secret redaction measured on a corpus of realistic, synthetic credentials.
+
+``tests/data/secrets.txt`` holds lines of config files, shell commands, JSON and prose with
+``<<placeholders>>``; :func:`fill` puts random values of each credential's real shape in
+them at run time. No complete key is stored in the repository: the values are fake, made
+fresh from a fixed seed, and a scanner sees only templates. ``tests/data/non_secrets.txt``
+lists look-alikes (hashes, UUIDs, "password reset" prose) that must pass untouched.
+
+Each secret must be gone after :func:`redact_secrets`, and gone from every file under
+``memory/`` and ``state/`` after a real ``engram-md ingest`` of a transcript that says them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import string
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from engram_md.sanitize import redact_secrets
+
+from .conftest import Cli
+
+DATA = Path(__file__).parent / "data"
+SEED = 20260302
+
+_UPPER_DIGITS = string.ascii_uppercase + "234567"
+_ALNUM = string.ascii_letters + string.digits
+_URLSAFE = _ALNUM + "-_"
+_B64 = _ALNUM + "+/"
+_PASSWORD_CHARS = _ALNUM + "!#%^*_-"
+
+
+def _s(rng: random.Random, alphabet: str, n: int) -> str:
+    """Random text with at least one digit: real keys almost always have one, and it makes
+    a value that happens to be an English word impossible."""
+    body = [rng.choice(alphabet) for _ in range(n - 1)]
+    body.insert(rng.randrange(n), rng.choice(string.digits))
+    return "".join(body)
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _jwt(rng: random.Random) -> str:
+    header = _b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    claims = {"sub": str(rng.randrange(10**9)), "name": "Dana", "iat": 1_772_000_000}
+    payload = _b64url(json.dumps(claims).encode())
+    return f"{header}.{payload}.{_b64url(rng.randbytes(32))}"
+
+
+def _pem(rng: random.Random, label: str, joiner: str = "\n") -> str:
+    body = base64.b64encode(rng.randbytes(48 * 12)).decode()
+    lines = [body[i : i + 64] for i in range(0, len(body), 64)]
+    # Assembled from parts: "BEGIN" and the label never stand together in this file.
+    begin, end = "-----" + "BEGIN " + label + "-----", "-----" + "END " + label + "-----"
+    return joiner.join([begin, *lines, end])
+
+
+def _password(rng: random.Random) -> str:
+    # Never "-" first: on a command line that would be read as the next option.
+    return rng.choice(_ALNUM) + _s(rng, _PASSWORD_CHARS, rng.randrange(9, 17))
+
+
+# Each generator gives a fresh fake credential of one shape. Prefixes are split so that
+# this file holds no string a scanner would take for a key.
+GENERATORS: dict[str, Callable[[random.Random], str]] = {
+    "aws_akid": lambda r: "AK" + "IA" + _s(r, _UPPER_DIGITS, 16),
+    "aws_asia": lambda r: "AS" + "IA" + _s(r, _UPPER_DIGITS, 16),
+    "aws_secret": lambda r: _s(r, _B64, 40),
+    "aws_session": lambda r: "IQo" + _s(r, _B64, 300),
+    "openai": lambda r: "sk" + "-" + _s(r, _ALNUM, 48),
+    "openai_proj": lambda r: "sk" + "-proj-" + _s(r, _URLSAFE, 120),
+    "openai_svc": lambda r: "sk" + "-svcacct-" + _s(r, _URLSAFE, 100),
+    "anthropic": lambda r: "sk" + "-ant-api03-" + _s(r, _URLSAFE, 93) + "AA",
+    "ghp": lambda r: "gh" + "p_" + _s(r, _ALNUM, 36),
+    "gho": lambda r: "gh" + "o_" + _s(r, _ALNUM, 36),
+    "ghs": lambda r: "gh" + "s_" + _s(r, _ALNUM, 36),
+    "ghu": lambda r: "gh" + "u_" + _s(r, _ALNUM, 36),
+    "github_pat": lambda r: "github" + "_pat_" + _s(r, _ALNUM, 22) + "_" + _s(r, _ALNUM, 59),
+    "xoxb": lambda r: (
+        "xo" + f"xb-{_s(r, string.digits, 12)}-{_s(r, string.digits, 13)}-" + _s(r, _ALNUM, 24)
+    ),
+    "xoxp": lambda r: (
+        "xo"
+        + f"xp-{_s(r, string.digits, 12)}-{_s(r, string.digits, 12)}-"
+        + f"{_s(r, string.digits, 13)}-{_s(r, string.hexdigits.lower()[:16], 32)}"
+    ),
+    "slack_webhook": lambda r: (
+        "https://hooks.slack"
+        + ".com/services/T"
+        + f"{_s(r, _UPPER_DIGITS, 8)}/B{_s(r, _UPPER_DIGITS, 10)}/{_s(r, _ALNUM, 24)}"
+    ),
+    "google": lambda r: "AI" + "za" + _s(r, _URLSAFE, 35),
+    "stripe_live": lambda r: "sk" + "_live_" + _s(r, _ALNUM, 24),
+    "stripe_rk": lambda r: "rk" + "_live_" + _s(r, _ALNUM, 24),
+    "jwt": _jwt,
+    "pem_rsa": lambda r: _pem(r, "RSA PRIVATE KEY"),
+    "pem_ec": lambda r: _pem(r, "EC PRIVATE KEY"),
+    "pem_openssh": lambda r: _pem(r, "OPENSSH PRIVATE KEY"),
+    "pem_pkcs8": lambda r: _pem(r, "PRIVATE KEY"),
+    "pem_encrypted": lambda r: _pem(r, "ENCRYPTED PRIVATE KEY"),
+    "pem_json": lambda r: _pem(r, "PRIVATE KEY", joiner="\\n") + "\\n",
+    "pem_pgp": lambda r: _pem(r, "PGP PRIVATE KEY BLOCK"),
+    "password": _password,
+    "hex32": lambda r: _s(r, "0123456789abcdef", 32),
+    "hex40": lambda r: _s(r, "0123456789abcdef", 40),
+    "django": lambda r: "django-insecure-" + _s(r, _ALNUM + "!@#%^&*(-_=+)", 50),
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    kind: str
+    template: str
+    text: str
+    secrets: tuple[str, ...]  # the generated values; none may survive
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}: {self.template[:60]}"
+
+
+def _fragments(secret: str) -> list[str]:
+    """What must not survive of one secret: the whole value, and for a PEM block each
+    line of its body (a partial cut would still leak key material)."""
+    if "PRIVATE KEY" in secret:
+        return [ln for ln in secret.replace("\\n", "\n").splitlines()[1:-1] if len(ln) >= 16]
+    return [secret]
+
+
+def fill(template: str, rng: random.Random) -> Case:
+    text = template.replace("\\n", "\n")
+    secrets: list[str] = []
+    while "<<" in text:
+        start = text.index("<<")
+        end = text.index(">>", start)
+        value = GENERATORS[text[start + 2 : end]](rng)
+        secrets.append(value)
+        text = text[:start] + value + text[end + 2 :]
+    return Case("", template, text, tuple(secrets))
+
+
+def load_corpus(seed: int = SEED) -> list[Case]:
+    rng = random.Random(seed)
+    cases = []
+    for line in (DATA / "secrets.txt").read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        kind, template = line.split("\t", 1)
+        case = fill(template, rng)
+        cases.append(Case(kind, template, case.text, case.secrets))
+    return cases
+
+
+def load_non_secrets() -> list[str]:
+    lines = (DATA / "non_secrets.txt").read_text(encoding="utf-8").splitlines()
+    return [ln for ln in lines if ln.strip() and not ln.startswith("#")]
+
+
+CORPUS = load_corpus()
+NON_SECRETS = load_non_secrets()
+
+
+def _leaks(case: Case, text: str) -> list[str]:
+    return [frag for s in case.secrets for frag in _fragments(s) if frag in text]
+
+
+# ---------------------------------------------------------------- the corpus itself
+
+
+def test_the_corpus_covers_every_credential_shape() -> None:
+    used = {name for c in CORPUS for name in GENERATORS if f"<<{name}>>" in c.template}
+    assert used == set(GENERATORS)
+    kinds = {c.kind for c in CORPUS}
+    assert kinds >= {
+        "aws_access_key", "aws_secret_key", "openai_key", "anthropic_key", "github_token",
+        "slack_token", "slack_webhook", "google_api_key", "stripe_key", "jwt", "private_key",
+        "password_url", "password", "token",
+    }  # fmt: skip
+    assert len(CORPUS) >= 60 and len(NON_SECRETS) >= 30
+
+
+def test_values_are_fresh_per_seed_and_stable_per_seed() -> None:
+    again = load_corpus()
+    other = load_corpus(SEED + 1)
+    assert [c.text for c in again] == [c.text for c in CORPUS]
+    assert all(a.secrets != b.secrets for a, b in zip(CORPUS, other, strict=True))
+
+
+# ---------------------------------------------------------------- redaction
+
+
+@pytest.mark.parametrize("case", CORPUS, ids=[c.label for c in CORPUS])
+def test_each_secret_is_redacted(case: Case) -> None:
+    redacted, count = redact_secrets(case.text)
+    assert _leaks(case, redacted) == [], redacted
+    assert count >= 1 and "[REDACTED:" in redacted
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_redaction_holds_for_other_random_values(seed: int) -> None:
+    """The same templates with fresh values: the rules match shapes, not these strings."""
+    missed = [c.label for c in load_corpus(seed) if _leaks(c, redact_secrets(c.text)[0])]
+    assert missed == []
+
+
+@pytest.mark.parametrize("text", NON_SECRETS)
+def test_look_alikes_survive(text: str) -> None:
+    assert redact_secrets(text) == (text, 0)
+
+
+def test_redaction_rates(capsys: pytest.CaptureFixture[str]) -> None:
+    """The figures the report quotes: secrets caught and look-alikes left alone."""
+    caught = sum(1 for c in CORPUS if not _leaks(c, redact_secrets(c.text)[0]))
+    false_positives = sum(1 for t in NON_SECRETS if redact_secrets(t)[1])
+    with capsys.disabled():
+        print(
+            f"\nsecret corpus: {caught}/{len(CORPUS)} redacted; "
+            f"look-alikes: {false_positives}/{len(NON_SECRETS)} altered"
+        )
+    assert caught == len(CORPUS) and false_positives == 0
+
+
+# ---------------------------------------------------------------- end to end
+
+
+def test_no_secret_reaches_memory_or_state(cli: Cli) -> None:
+    """Every corpus line said by the user, in a turn that is worth remembering."""
+    # A few corpus lines per turn (under the sanitizer's length cap, so nothing is cut off
+    # and every secret really goes through redaction), said by the user as things to keep.
+    groups: list[list[Case]] = [[]]
+    for case in CORPUS:
+        if sum(len(c.text) for c in groups[-1]) + len(case.text) > 1_200:
+            groups.append([])
+        groups[-1].append(case)
+    rows = []
+    for i, group in enumerate(groups):
+        body = "\n".join(c.text for c in group)
+        rows.append(
+            {
+                "role": "user",
+                "content": f"Remember this for the deploy of service {i}:\n{body}",
+                "timestamp": f"2026-03-02T09:{i:02d}:00Z",
+                "id": f"s{i}",
+                "session": "secrets",
+                "name": "Dana",
+            }
+        )
+    assert 5 <= len(rows) < 40
+    path = cli.root / "secrets.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    result = cli("ingest", str(path))
+    stderr = result.stderr.decode("utf-8", "replace")
+    assert result.returncode == 0, stderr[-2000:]
+    path.unlink()  # the input itself holds the secrets, of course
+
+    files = [p for root in (cli.memory, cli.state) for p in root.rglob("*") if p.is_file()]
+    blob = b"\n".join(p.read_bytes() for p in files)
+    text = blob.decode("utf-8", "replace")
+    assert "[REDACTED:" in text, "nothing of the corpus was stored: the check would be empty"
+    leaked = [c.label for c in CORPUS if _leaks(c, text)]
+    assert leaked == []
+    # Not in stderr either (bad-line reports quote input).
+    assert not [c.label for c in CORPUS if _leaks(c, stderr)]
