@@ -54,6 +54,7 @@ class Action(enum.StrEnum):
     SUMMARIZE_NODE = "summarize_node"
     DISCARD = "discard"
     LINK_GRAPH = "link_graph"
+    FORGET = "forget"
 
 
 class Outcome(enum.StrEnum):

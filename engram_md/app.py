@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from .atomic import sweep_temp_files
 from .config import Config
 from .daemon import Runner
 from .embeddings import Embedder, make_embedder
@@ -83,6 +84,10 @@ def open_engine(
     lock = WriterLock(layout.lock_path, memory_dir=layout.memory_dir)
     lock.acquire()
     try:
+        # A kill -9 between a temp write and its rename leaves the temp file: ours to clear.
+        swept = sweep_temp_files(layout.memory_dir) + sweep_temp_files(layout.state_dir)
+        if swept:
+            log.info("removed %d temp file(s) an interrupted run left behind", swept)
         store = MemoryStore.open(layout)
         usage = Usage.from_dict(load_json(layout.usage_path, {}))
         scanner = SignalScanner(cfg.signals)
@@ -125,6 +130,18 @@ def open_engine(
             structure=structure,
             sleep=time.sleep,
         )
+        if cfg.consolidate.every_extractions > 0:
+            from .consolidate import DaemonConsolidation
+
+            judge = None
+            if cfg.llm.enabled:
+                from .judge import LLMJudge
+
+                judge = LLMJudge(cfg.llm, usage)
+            graph = structure.graph if structure is not None else None
+            pipeline.on_extraction = DaemonConsolidation(
+                cfg, layout, store, indexer, judge=judge, graph=graph
+            )
         pipeline.start()
         runner = Runner(pipeline, CursorStore(layout.cursors_path))
         return Engine(

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .crashpoints import crashpoint
+
 TMP_MARKER = ".tmp-"
 
 
@@ -21,6 +23,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
             if fsync:
                 handle.flush()
                 os.fsync(handle.fileno())
+        crashpoint("file.rename")
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -48,3 +51,19 @@ def _fsync_dir(folder: Path) -> None:
 
 def is_temp_file(path: Path) -> bool:
     return path.name.startswith(".") and TMP_MARKER in path.name
+
+
+def sweep_temp_files(root: Path) -> int:
+    """Delete temp files a killed writer left under ``root``; returns how many.
+
+    Call only while holding the writer lock: then no write is in flight, every temp file is
+    an orphan, and the file it would have replaced is whole (the rename is atomic).
+    """
+    removed = 0
+    if not root.is_dir():
+        return 0
+    for path in root.rglob(f".*{TMP_MARKER}*"):
+        if is_temp_file(path) and path.is_file():
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed

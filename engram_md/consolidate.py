@@ -25,7 +25,6 @@ through :class:`DaemonConsolidation`, between two extraction batches.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import time
@@ -38,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from .atomic import TMP_MARKER, atomic_write_text, is_temp_file
+from .atomic import atomic_write_text, sweep_temp_files
 from .config import Config
 from .contradictions import (
     Profile,
@@ -49,14 +48,19 @@ from .contradictions import (
     subjects,
 )
 from .embeddings import Embedder, l2_normalize
+from .entities import plan_entities
 from .errors import EngramError, MemoryFileError
 from .factfile import format_time, read_fact, write_fact
+from .folder_index import plan_folder_index
+from .graph import GraphStore
 from .index import MemoryIndex
 from .indexer import Indexer
 from .judge import Judge, Neighbours, judged_relations
+from .lifecycle import plan_lifecycle
 from .models import Fact, MemoryKind, Status
 from .paths import MemoryLayout
 from .plan import Change, Context, FactCreate, FactMove, FactUpdate, FileWrite
+from .profile import plan_profile
 from .statefile import load_json, save_json
 from .store import MemoryStore
 from .telemetry import ActionLog
@@ -71,28 +75,12 @@ class RetireLimitError(EngramError):
     """A run would retire more active facts than ``consolidate.max_retire_fraction`` allows."""
 
 
-def _optional_step(module: str, name: str) -> Step | None:
-    """A planning step from another module, or None while that module does not exist yet."""
-    try:
-        found = importlib.import_module(f"engram_md.{module}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"engram_md.{module}":
-            raise  # the module exists but is broken: that is a bug to see, not to skip
-        return None
-    step = getattr(found, name)
-    return step if callable(step) else None
-
-
 # The planning steps after duplicates/contradictions, in the order they run and combine.
-STEPS: tuple[Step, ...] = tuple(
-    step
-    for step in (
-        _optional_step("lifecycle", "plan_lifecycle"),  # heat/decay/tier, TTL, archival
-        _optional_step("entities", "plan_entities"),  # memory/entities/*.md
-        _optional_step("profile", "plan_profile"),  # profile.md, IDENTITY.md
-        _optional_step("folder_index", "plan_folder_index"),  # topics.json, guidelines
-    )
-    if step is not None
+STEPS: tuple[Step, ...] = (
+    plan_lifecycle,  # heat/decay/tier, TTL, resolved commitments, archival
+    plan_entities,  # memory/entities/*.md
+    plan_profile,  # profile.md, IDENTITY.md
+    plan_folder_index,  # state/topics.json, state/compression-guidelines.md
 )
 
 
@@ -718,17 +706,9 @@ def _rel(layout: MemoryLayout, path: Path) -> str:
 def sweep_orphans(layout: MemoryLayout) -> int:
     """Delete temp files a killed writer left in ``memory/`` (``.<name>.tmp-<pid>``).
 
-    Only called by a run that holds the writer lock, so no write is in flight: every temp
-    file is an orphan. The files they would have replaced are whole (atomic rename).
+    Only called by a run that holds the writer lock, so no write is in flight.
     """
-    removed = 0
-    if not layout.memory_dir.is_dir():
-        return 0
-    for path in layout.memory_dir.rglob(f".*{TMP_MARKER}*"):
-        if is_temp_file(path) and path.is_file():
-            path.unlink(missing_ok=True)
-            removed += 1
-    return removed
+    return sweep_temp_files(layout.memory_dir)
 
 
 def save_state(layout: MemoryLayout, plan: Plan, *, applied: int, report: Path | None) -> None:
@@ -859,8 +839,11 @@ def consolidate(
     steps: Sequence[Step] = STEPS,
     progress: Progress | None = None,
     pause: Pause | None = None,
+    graph: GraphStore | None = None,
 ) -> Result:
     """Plan, check the safety rail, and (unless ``dry_run``) apply one consolidation run.
+
+    With ``graph`` (the writer's graph store), its edges decay by age as a last step.
 
     The caller holds the writer lock for a real run. Raises :class:`RetireLimitError` when
     the plan retires more active facts than allowed and ``force`` is not set; nothing is
@@ -890,6 +873,10 @@ def consolidate(
         progress=progress,
         pause=pause,
     )
+    if graph is not None:
+        decayed = graph.apply_decay(now)
+        if decayed:
+            log.info("graph: %d edge(s) decayed", decayed)
     report = write_report(layout, render_report(plan, layout, applied=applied, dry_run=False))
     save_state(layout, plan, applied=applied, report=report)
     return Result(plan, applied, False, report)
@@ -944,6 +931,7 @@ def open_and_consolidate(
             return consolidate(
                 cfg, layout, store, now=now, vectors=Vectors(indexer.index, embedder),
                 indexer=indexer, judge=judge, force=force, full=full, steps=steps,
+                graph=GraphStore(layout.graphs_dir, cfg.graph) if cfg.graph.enabled else None,
                 progress=progress, pause=pause,
             )  # fmt: skip
         finally:
@@ -975,7 +963,9 @@ class DaemonConsolidation:
         judge: Judge | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         steps: Sequence[Step] = STEPS,
+        graph: GraphStore | None = None,
     ) -> None:
+        self.graph = graph  # the daemon's own graph store: one writer of state/graphs/
         self.cfg = cfg
         self.layout = layout
         self.store = store
@@ -1009,6 +999,7 @@ class DaemonConsolidation:
                 indexer=self.indexer,
                 judge=self.judge,
                 steps=self.steps,
+                graph=self.graph,
             )
         except RetireLimitError as exc:
             log.warning("consolidation skipped: %s", exc)

@@ -46,6 +46,7 @@ import pyarrow.compute as pc  # noqa: E402
 from lancedb.index import FTS, BTree  # noqa: E402
 from lancedb.query import FullTextOperator, MatchQuery  # noqa: E402
 
+from .crashpoints import crashpoint
 from .embeddings import Embedder, l2_normalize  # noqa: E402
 from .errors import EngramError, IndexError_  # noqa: E402
 
@@ -420,6 +421,7 @@ class MemoryIndex:
         data = self._to_arrow(unique, vectors)
         with self._lock, _mapped("upsert"):
             before = self._table.version
+            crashpoint("index.upsert")
             (
                 self._table.merge_insert("id")
                 .when_matched_update_all()

@@ -25,6 +25,7 @@ from typing import Any
 import xxhash
 
 from .atomic import atomic_write_text
+from .crashpoints import crashpoint
 from .models import Role, Turn
 
 log = logging.getLogger(__name__)
@@ -149,6 +150,7 @@ class Journal:
     def _write(self, record: dict[str, Any], fsync: bool) -> None:
         if self._fd is None:
             raise RuntimeError("journal is not open")
+        crashpoint("journal.append")
         os.write(self._fd, (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
         if fsync:
             os.fsync(self._fd)

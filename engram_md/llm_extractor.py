@@ -24,6 +24,7 @@ from openai.types.responses import ResponseTextConfigParam
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from .config import LLMConfig
+from .crashpoints import crashpoint
 from .errors import LLMOutputError, LLMUnavailable
 from .extractor import Discard
 from .models import CandidateFact, Category, Role, Source, Turn
@@ -367,6 +368,7 @@ class LLMExtractor:
                 self.usage.retries += 1
             self.usage.calls += 1
             try:
+                crashpoint("llm.before")
                 answer = self._call(system, user)
             except openai.APIConnectionError as exc:  # includes APITimeoutError
                 self.usage.failed_calls += 1
@@ -393,6 +395,7 @@ class LLMExtractor:
                 self.usage.failed_calls += 1
                 raise LLMOutputError(f"LLM endpoint sent a body that is not JSON: {exc}") from exc
             else:
+                crashpoint("llm.after")
                 self.usage.prompt_tokens += answer.prompt_tokens
                 self.usage.completion_tokens += answer.completion_tokens
                 return answer

@@ -23,5 +23,5 @@ def load_json(path: Path, default: Any) -> Any:
 
 
 def save_json(path: Path, data: Any, *, fsync: bool = True) -> None:
-    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=True, default=str) + "\n"
     atomic_write_text(path, text, fsync=fsync)

@@ -25,6 +25,7 @@ ACTIONS = frozenset(
         "summarize_node",
         "discard",
         "link_graph",
+        "forget",
     }
 )
 OUTCOMES = frozenset({"applied", "skipped", "failed"})
