@@ -14,9 +14,13 @@ dry run shows exactly what a real run would do and touches nothing, not even ``s
 Because each run plans from what is on disk, a run killed half-way is finished by the next
 one, and a run right after a finished one changes nothing in ``memory/``.
 
-"New since the last run" is a file whose mtime is later than the end of the last finished run,
-a fact whose ``updated`` is later than the newest one that run saw, or one the LLM judge could
-not decide last time. Runs before the first finished one see every fact as new.
+"New since the last run" is an active fact whose statement the last finished run did not see
+(a new fact, or one whose text was edited or merged since), or one the LLM judge could not
+decide last time. The run remembers the content hash of every active fact it saw
+(``seen`` in ``state/consolidation.json``), so a fact that was only re-stated, whose file is
+rewritten with one more ``sourceTurnIds`` entry, is not judged again: in a long conversation
+most extractions are such confirmations, and re-judging them would cost one LLM call per
+fact per run. Runs before the first finished one see every fact as new.
 
 Concurrency: the CLI takes the writer lock and refuses (clearly) while the daemon runs; the
 daemon consolidates in its own process every ``consolidate.every_extractions`` extractions
@@ -31,7 +35,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -92,10 +96,11 @@ class RunState:
     """``state/consolidation.json``: the epoch counter and what the last finished run saw."""
 
     epoch: int = 0
-    finished_ns: int = 0  # wall clock at the end of the last finished run (file mtimes)
-    max_updated: datetime | None = None  # newest ``updated`` that run saw
     extractions: int = 0  # the pipeline's extraction count when it ran (daemon schedule)
     pending: tuple[str, ...] = ()  # new facts the judge could not decide: judged next run
+    # Fact id -> content hash of every active fact the last finished run saw; None before
+    # the first finished run (every fact is new then).
+    seen: Mapping[str, str] | None = None
     raw: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -106,19 +111,13 @@ class RunState:
         last = data.get("lastRun")
         if not isinstance(last, dict):
             last = {}
-        max_updated = None
-        if isinstance(last.get("maxUpdated"), str):
-            try:
-                max_updated = datetime.fromisoformat(last["maxUpdated"].replace("Z", "+00:00"))
-            except ValueError:
-                max_updated = None
         pending = data.get("pending")
+        seen = data.get("seen")
         return cls(
             epoch=_int(data.get("epoch")),
-            finished_ns=_int(last.get("finishedNs")),
-            max_updated=max_updated,
             extractions=_int(last.get("extractions")),
             pending=tuple(str(p) for p in pending) if isinstance(pending, list) else (),
+            seen={str(k): str(v) for k, v in seen.items()} if isinstance(seen, dict) else None,
             raw=data,
         )
 
@@ -187,7 +186,7 @@ class Plan:
     broken: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # steps that failed, conflicting changes that were dropped
     unjudged: tuple[str, ...] = ()
-    max_updated: datetime | None = None
+    seen: Mapping[str, str] = field(default_factory=dict)  # what the next run compares with
     access_length: int = 0
 
     @property
@@ -359,16 +358,14 @@ def retiring(changes: Iterable[Change], original: Mapping[Path, Fact]) -> int:
 @dataclass
 class Loaded:
     facts: list[tuple[Path, Fact]]
-    mtimes: dict[Path, int]
     broken: list[str]
 
 
 def load_facts(store: MemoryStore, progress: Progress | None = None) -> Loaded:
     paths = list(store.fact_paths())
-    loaded = Loaded([], {}, [])
+    loaded = Loaded([], [])
     for done, path in enumerate(paths, 1):
         try:
-            mtime = os.stat(path).st_mtime_ns
             fact = read_fact(path)
         except MemoryFileError as exc:
             loaded.broken.append(str(exc))
@@ -376,7 +373,6 @@ def load_facts(store: MemoryStore, progress: Progress | None = None) -> Loaded:
         except OSError:
             continue  # removed while we read: the folder wins
         loaded.facts.append((path, fact))
-        loaded.mtimes[path] = mtime
         if progress is not None and (done % 2000 == 0 or done == len(paths)):
             progress("reading facts", done, len(paths))
     return loaded
@@ -481,12 +477,12 @@ def plan_run(
     original = {path: fact for path, fact in facts}
     pending = set(state.pending)
 
-    def is_new(path: Path, fact: Fact) -> bool:
-        if full or state.finished_ns == 0 or fact.id in pending:
+    seen = state.seen
+
+    def is_new(fact: Fact) -> bool:
+        if full or seen is None or fact.id in pending:
             return True
-        if loaded.mtimes.get(path, 0) > state.finished_ns:
-            return True
-        return state.max_updated is not None and fact.updated > state.max_updated
+        return seen.get(fact.id) != fact.content_hash
 
     live = str(layout.facts_dir) + os.sep  # the store lists paths under it as it was given
     eligible = [
@@ -494,7 +490,7 @@ def plan_run(
         for path, fact in facts
         if fact.status is Status.ACTIVE and str(path).startswith(live)
     ]
-    new_mask = [is_new(p, f) for p, f in eligible]
+    new_mask = [is_new(f) for _, f in eligible]
     only = [f for _, f in eligible]
     unjudged: list[str] = []
     relations: list[Relation]
@@ -544,8 +540,6 @@ def plan_run(
         view = advance(view, planned)
     changes, conflicts = combine(plans, original)
     active = sum(1 for path, fact in eligible)
-    updated = [f.updated for _, f in facts]
-    updated += [c.after.updated for c in changes if isinstance(c, FactUpdate | FactMove)]
     return Plan(
         changes=tuple(changes),
         now=now,
@@ -558,7 +552,7 @@ def plan_run(
         broken=tuple(loaded.broken),
         notes=tuple(notes + conflicts),
         unjudged=tuple(unjudged),
-        max_updated=max(updated) if updated else state.max_updated,
+        seen={fact.id: fact.content_hash for _, fact in eligible},
         access_length=access_length,
     )
 
@@ -718,13 +712,12 @@ def save_state(layout: MemoryLayout, plan: Plan, *, applied: int, report: Path |
     data["lastRun"] = {
         "at": format_time(datetime.now(UTC)),
         "now": format_time(plan.now),
-        "finishedNs": time.time_ns(),
-        "maxUpdated": format_time(plan.max_updated) if plan.max_updated else None,
         "extractions": extraction_count(layout),
         "changes": applied,
         "report": report.name if report is not None else None,
     }
     data["pending"] = sorted(plan.unjudged)
+    data["seen"] = dict(sorted(plan.seen.items()))
     save_json(layout.consolidation_state_path, data)
 
 
@@ -945,7 +938,12 @@ def open_and_consolidate(
 
 
 class DaemonConsolidation:
-    """The daemon's ``on_extraction`` callback: consolidate every N extractions.
+    """The daemon's ``on_extraction`` callback: consolidate every N extractions, and at most
+    once per ``consolidate.min_interval_minutes`` of wall-clock time.
+
+    The interval keeps a burst of input (a backlog or a long transcript piped in at once)
+    from spending its time consolidating a folder that changes by the second: a run reads
+    every fact file, so running it every N extractions would make intake quadratic.
 
     Runs in the daemon's own process, which already holds the writer lock, between two
     extraction batches (the pipeline calls back synchronously), so nothing else writes
@@ -974,17 +972,38 @@ class DaemonConsolidation:
         self.clock = clock
         self.steps = steps
         self.runs = 0
+        # The schedule, kept here so `due` (asked after every extraction) reads no state file
+        # but the small run-state counter: the extraction count at the last run (None: not
+        # read yet) and when this daemon last ran one (None: not yet).
+        self._last_extractions: int | None = None
+        self._last_at: datetime | None = None
 
     def due(self) -> bool:
-        every = self.cfg.consolidate.every_extractions
-        if every <= 0:
+        settings = self.cfg.consolidate
+        if settings.every_extractions <= 0:
             return False
-        done = extraction_count(self.layout)
-        return done - RunState.load(self.layout.consolidation_state_path).extractions >= every
+        if self._last_extractions is None:
+            self._last_extractions = RunState.load(self.layout.consolidation_state_path).extractions
+        if extraction_count(self.layout) - self._last_extractions < settings.every_extractions:
+            return False
+        interval = timedelta(minutes=settings.min_interval_minutes)
+        return self._last_at is None or self.clock() - self._last_at >= interval
+
+    def _ran(self) -> None:
+        self._last_extractions = extraction_count(self.layout)
+        self._last_at = self.clock()
 
     def __call__(self) -> None:
         if not self.due():
             return
+        try:
+            self._run()
+        finally:
+            # A refused or failed run waits for the next due time too: retrying after every
+            # extraction would re-read the whole folder each time for the same outcome.
+            self._ran()
+
+    def _run(self) -> None:
         if self.indexer is not None:
             self.indexer.flush()  # this batch's facts are in the index before we read it
         index = self.indexer.index if self.indexer is not None else None
@@ -1003,7 +1022,7 @@ class DaemonConsolidation:
             )
         except RetireLimitError as exc:
             log.warning("consolidation skipped: %s", exc)
-            # Count it as a run for the schedule, so the daemon does not retry every batch.
+            # Count it as a run for the schedule, so a restarted daemon does not retry at once.
             plan_state = RunState.load(self.layout.consolidation_state_path)
             data = dict(plan_state.raw)
             last = dict(data.get("lastRun") or {})

@@ -143,6 +143,28 @@ def test_new_facts_since_the_last_run(cfg: Config) -> None:
     assert [h.to_status for h in update.after.status_history] == [Status.SUPERSEDED]
 
 
+def test_a_confirmation_is_not_new_but_an_edited_statement_is(cfg: Config) -> None:
+    layout, store, _ = _planted(cfg)
+    first = _run(cfg, layout, store)
+    assert first.plan.new > 0
+    path, fact = next(
+        (p, f)
+        for p, f in ((p, read_fact(p)) for p in store.fact_paths())
+        if f.status is Status.ACTIVE and f.category.value == "fact"
+    )
+    # Re-stated: the file is rewritten with one more source turn and a later `updated`.
+    confirmed = fact.with_changes(
+        source_turn_ids=(*fact.source_turn_ids, "t-again"),
+        confirmations=fact.confirmations + 1,
+        updated=fact.updated + DAY,
+    )
+    write(layout, confirmed)
+    assert _run(cfg, layout, store).plan.new == 0
+    # Edited by hand: the statement changed, so it is compared with its neighbours again.
+    path.write_text(path.read_text().replace(fact.content, fact.content + " Really."))
+    assert _run(cfg, layout, store).plan.new == 1
+
+
 def test_steps_see_earlier_plans_and_changes_combine(cfg: Config) -> None:
     layout, store, planted = _planted(cfg)
     seen: dict[str, Status] = {}
@@ -279,10 +301,13 @@ def test_index_follows_and_a_failed_judge_leaves_facts_pending(cfg: Config) -> N
         indexer.close()
 
 
+def _every(cfg: Config, extractions: int, minutes: float) -> Config:
+    schedule = {"every_extractions": extractions, "min_interval_minutes": minutes}
+    return cfg.model_copy(update={"consolidate": cfg.consolidate.model_copy(update=schedule)})
+
+
 def test_daemon_hook_runs_every_n_extractions(cfg: Config) -> None:
-    cfg = cfg.model_copy(
-        update={"consolidate": cfg.consolidate.model_copy(update={"every_extractions": 2})}
-    )
+    cfg = _every(cfg, 2, 0)
     layout, store, planted = _planted(cfg)
     hook = DaemonConsolidation(cfg, layout, store, None, clock=lambda: NOW, steps=())
     save_json(layout.run_state_path, {"extractions": 1})
@@ -293,6 +318,23 @@ def test_daemon_hook_runs_every_n_extractions(cfg: Config) -> None:
     assert hook.runs == 1 and _status(layout, planted.old_team) is Status.SUPERSEDED
     hook()
     assert hook.runs == 1  # not due again until two more extractions
+
+
+def test_daemon_hook_waits_out_the_interval_in_a_burst(cfg: Config) -> None:
+    cfg = _every(cfg, 2, 10)
+    layout, store, _ = _planted(cfg)
+    clock = [NOW]
+    hook = DaemonConsolidation(cfg, layout, store, None, clock=lambda: clock[0], steps=())
+    save_json(layout.run_state_path, {"extractions": 2})
+    hook()
+    assert hook.runs == 1  # the first due run of a daemon is not held back
+    save_json(layout.run_state_path, {"extractions": 10})
+    clock[0] = NOW + timedelta(minutes=9)
+    hook()
+    assert hook.runs == 1  # enough extractions, but too soon
+    clock[0] = NOW + timedelta(minutes=10)
+    hook()
+    assert hook.runs == 2
 
 
 def test_pause_hook_parsing() -> None:
