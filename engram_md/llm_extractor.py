@@ -3,8 +3,10 @@
 The client's built-in retries are off (``max_retries=0``): we retry ourselves so every attempt,
 retry and token is counted in :class:`Usage`, and so delays are deterministic and testable
 (``sleep`` is injected). What the model answers is parsed leniently -- local models wrap JSON
-in code fences or prose -- and then validated strictly; anything unusable raises
-:class:`~engram_md.errors.LLMOutputError` and the caller keeps the turns for a later retry.
+in code fences or prose -- and then validated strictly: an answer of the wrong shape raises
+:class:`~engram_md.errors.LLMOutputError` and the caller keeps the turns for a later retry,
+while single unusable facts, and those beyond the per-call cap, are dropped and reported
+through ``last_discarded`` so the telemetry can say which turns lost what, and why.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ from .prompts import ENTITY_TYPES, PRIORITY, SCHEMA, SYSTEM_PROMPT, user_prompt
 MAX_DELAY_SECONDS = 30.0
 MAX_TAGS = 8
 MAX_ENTITIES = 8
+PREVIEW_CHARS = 80
+
+# Discard reasons, as they appear in the telemetry.
+INVALID_FACT = "invalid_fact"
+OVER_PER_CALL_CAP = "over_per_call_cap"
 
 # Statuses worth another try: the server is busy or broken for now, not rejecting the request.
 _RETRY_STATUSES = frozenset({408, 409, 429})
@@ -45,7 +52,8 @@ class Usage:
 
     ``calls`` counts every request sent, retries included; ``failed_calls`` the requests that
     raised or whose answer was unusable; ``dropped_facts`` the facts thrown away during
-    validation (unknown category, empty content, bad shape, over the per-call cap).
+    validation (unknown category, empty content, bad shape, over the per-call cap), each of
+    which the extractor also reports in ``last_discarded``.
     """
 
     calls: int = 0
@@ -191,12 +199,39 @@ def _entity_slugs(values: Sequence[str]) -> tuple[str, ...]:
     return tuple(out[:MAX_ENTITIES])
 
 
+def _source_ids(
+    values: Sequence[str], known: Mapping[str, Turn], fallback: tuple[str, ...]
+) -> tuple[str, ...]:
+    """The ids among ``values`` that name turns of the batch, else ``fallback``."""
+    ids = tuple(dict.fromkeys(i.strip() for i in values))
+    return tuple(i for i in ids if i in known) or fallback
+
+
+def _salvage(item: Any) -> tuple[list[str], str]:
+    """Source turn ids and content of an item without a fact's shape, as far as readable.
+
+    So its discard names the turns the model meant rather than the whole batch.
+    """
+    if not isinstance(item, dict):
+        return [], ""
+    ids = _string_list(item.get("source_turn_ids"))
+    content = item.get("content")
+    return (
+        [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else [],
+        content if isinstance(content, str) else "",
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class _Checked:
-    """The outcome of validating one answer: the facts kept and how many were dropped."""
+    """The outcome of validating one answer: the facts kept and a discard per fact dropped."""
 
     facts: list[CandidateFact]
-    dropped: int
+    discarded: tuple[Discard, ...]
+
+    @property
+    def dropped(self) -> int:
+        return len(self.discarded)
 
 
 def validate_answer(
@@ -209,8 +244,10 @@ def validate_answer(
     """Turn a parsed answer into candidate facts for ``turns``.
 
     The answer's shape must be right (an object with a ``facts`` list, or a bare list of
-    facts); individual facts that are unusable are dropped and counted. A non-empty list in
-    which no item has the shape of a fact is a wrong schema, not an empty answer.
+    facts); individual facts that are unusable (``invalid_fact``), and the lowest-priority
+    ones beyond ``max_facts`` (``over_per_call_cap``), are dropped, each with a
+    :class:`~engram_md.extractor.Discard` naming its source turns. A non-empty list in which
+    no item has the shape of a fact is a wrong schema, not an empty answer.
     """
     if isinstance(value, list):
         value = {"facts": value}
@@ -225,22 +262,23 @@ def validate_answer(
     user_ids = tuple(t.id for t in turns if t.role is Role.USER)
     session = turns[0].session
     kept: list[tuple[int, CandidateFact]] = []
-    dropped = 0
+    discarded: list[Discard] = []
     shaped = 0
     for item in answer.facts:
         try:
             raw = _RawFact.model_validate(item)
         except ValidationError:
-            dropped += 1
+            ids, text = _salvage(item)
+            preview = _SPACE.sub(" ", text).strip()[:PREVIEW_CHARS]
+            discarded.append(Discard(_source_ids(ids, by_id, user_ids), INVALID_FACT, preview))
             continue
         shaped += 1
         category = _category(raw.category)
         content = _SPACE.sub(" ", raw.content).strip()
+        source_ids = _source_ids(raw.source_turn_ids, by_id, user_ids)
         if category is None or not content or not math.isfinite(raw.confidence):
-            dropped += 1
+            discarded.append(Discard(source_ids, INVALID_FACT, content[:PREVIEW_CHARS]))
             continue
-        source_ids = tuple(dict.fromkeys(i.strip() for i in raw.source_turn_ids))
-        source_ids = tuple(i for i in source_ids if i in by_id) or user_ids
         sources = [by_id[i] for i in source_ids]
         latest = max(sources, key=lambda t: t.timestamp)
         user_sources = [t for t in sources if t.role is Role.USER]
@@ -268,9 +306,12 @@ def validate_answer(
         # Keep the most valuable ones (priority order, then confidence), in answer order.
         rank = {c: i for i, c in enumerate(PRIORITY)}
         best = sorted(kept, key=lambda p: (rank[p[1].category], -p[1].confidence, p[0]))
-        dropped += len(kept) - max_facts
+        discarded.extend(
+            Discard(f.source_turn_ids, OVER_PER_CALL_CAP, f.content[:PREVIEW_CHARS])
+            for _, f in sorted(best[max_facts:])
+        )
         kept = sorted(best[:max_facts])
-    return _Checked([f for _, f in kept], dropped)
+    return _Checked([f for _, f in kept], tuple(discarded))
 
 
 # ---- the extractor -------------------------------------------------------------------------
@@ -305,7 +346,6 @@ class LLMExtractor:
     """The :class:`~engram_md.extractor.Extractor` backed by an OpenAI-compatible endpoint."""
 
     name = "llm"
-    last_discarded: tuple[Discard, ...] = ()
 
     def __init__(
         self,
@@ -317,6 +357,7 @@ class LLMExtractor:
         self.cfg = cfg
         self.usage = usage if usage is not None else Usage()
         self._sleep = sleep
+        self.last_discarded: tuple[Discard, ...] = ()
         self._client = openai.OpenAI(
             api_key=cfg.api_key or "not-needed",
             base_url=cfg.base_url,
@@ -341,7 +382,10 @@ class LLMExtractor:
         """Candidate facts for one session's turns.
 
         A batch without user turns asks nothing: assistant turns are only context.
+        Afterwards ``last_discarded`` holds the facts this call dropped; it is emptied first, so a
+        call that asks nothing or fails never reports the previous call's discards.
         """
+        self.last_discarded = ()
         if not any(t.role is Role.USER for t in turns):
             return []
         prompt = user_prompt(turns, speakers, max_facts=self.cfg.max_facts_per_call)
@@ -357,6 +401,7 @@ class LLMExtractor:
             self.usage.failed_calls += 1
             raise
         self.usage.dropped_facts += checked.dropped
+        self.last_discarded = checked.discarded
         return checked.facts
 
     # ---- transport

@@ -14,6 +14,7 @@ import pytest
 
 from engram_md.config import LLMConfig
 from engram_md.errors import LLMOutputError, LLMUnavailable
+from engram_md.extractor import Discard
 from engram_md.llm_extractor import LLMExtractor, Usage
 from engram_md.models import CandidateFact, Category, Role, Source, Turn
 from engram_md.prompts import SCHEMA, SYSTEM_PROMPT, render_turn, user_prompt
@@ -339,6 +340,78 @@ def test_at_most_max_facts_keeping_the_highest_priority(server: FakeOpenAI) -> N
     assert [f.content for f in facts] == ["A preference.", "A correction."]  # answer order
     assert ex.usage.dropped_facts == 2
     assert "at most 2 memories" in server.requests[0].prompt_text()
+
+
+def test_facts_over_the_cap_are_discarded_naming_their_turns(server: FakeOpenAI) -> None:
+    server.script(
+        _reply(
+            _fact(category="fact", content="A fact.", source_turn_ids=["u1"]),
+            _fact(category="preference", content="A preference.", source_turn_ids=["u2"]),
+            _fact(category="moment", content="A moment " + "x" * 100, source_turn_ids=["u3"]),
+            _fact(category="correction", content="A correction.", source_turn_ids=["u2"]),
+        )
+    )
+    with _extractor(server, max_facts_per_call=2) as ex:
+        facts = ex.extract(TURNS, SPEAKERS)
+    assert {f.source_turn_ids for f in facts} == {("u2",)}
+    assert ex.last_discarded == (
+        Discard(("u1",), "over_per_call_cap", "A fact."),
+        Discard(("u3",), "over_per_call_cap", ("A moment " + "x" * 100)[:80]),
+    )
+    assert len(ex.last_discarded[1].preview) == 80
+    assert ex.usage.dropped_facts == len(ex.last_discarded)
+
+
+def test_unusable_facts_are_discarded_naming_their_turns(server: FakeOpenAI) -> None:
+    server.script(
+        _reply(
+            _fact(category="gossip", content="Dana  likes\nrumours.", source_turn_ids=["u3"]),
+            _fact(content="   ", source_turn_ids=["u1", "nope"]),
+            {"category": "fact", "content": "No confidence.", "source_turn_ids": "u3"},
+            {"content": "No category.", "source_turn_ids": ["zz9"]},
+            42,
+            _fact(content="Kept.", source_turn_ids=["u2"]),
+        )
+    )
+    with _extractor(server) as ex:
+        [fact] = ex.extract(TURNS, SPEAKERS)
+    assert fact.content == "Kept."
+    every_user_turn = ("u1", "u2", "u3")
+    assert ex.last_discarded == (
+        Discard(("u3",), "invalid_fact", "Dana likes rumours."),
+        Discard(("u1",), "invalid_fact", ""),
+        Discard(("u3",), "invalid_fact", "No confidence."),
+        Discard(every_user_turn, "invalid_fact", "No category."),
+        Discard(every_user_turn, "invalid_fact", ""),
+    )
+    assert ex.usage.dropped_facts == 5
+
+
+def _drops_one(server: FakeOpenAI) -> None:
+    server.script(_reply(_fact(category="gossip", content="Dropped."), _fact(content="Kept.")))
+
+
+@pytest.mark.parametrize("follow_up", ["malformed", "500", "no_user_turns", "clean"])
+def test_each_call_reports_only_its_own_discards(server: FakeOpenAI, follow_up: str) -> None:
+    with _extractor(server, max_retries=0) as ex:
+        _drops_one(server)
+        ex.extract(TURNS, SPEAKERS)
+        assert ex.last_discarded == (Discard(("u2",), "invalid_fact", "Dropped."),)
+        if follow_up == "malformed":
+            server.script("malformed")
+            with pytest.raises(LLMOutputError):
+                ex.extract(TURNS, SPEAKERS)
+        elif follow_up == "500":
+            server.script("500")
+            with pytest.raises(LLMUnavailable):
+                ex.extract(TURNS, SPEAKERS)
+        elif follow_up == "no_user_turns":
+            assert ex.extract([TURNS[1]], SPEAKERS) == []
+        else:
+            server.script(_reply(_fact(content="Kept.")))
+            assert ex.extract(TURNS, SPEAKERS)
+        assert ex.last_discarded == ()
+    assert len(server.requests) == (1 if follow_up == "no_user_turns" else 2)
 
 
 # ---- usage accounting
