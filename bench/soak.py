@@ -209,6 +209,7 @@ def run_load(
             result = audit(folder.layout, ids, empty_base=empty, yield_base=yields)
         faults = server.faults()
         calls = server.calls()
+        judge_calls = server.judge_calls()
     problems, checker = consistency_problems(folder.config())
     usage = _read_json(folder.layout.usage_path)
     stderr_tail = stderr_path.read_text(encoding="utf-8", errors="replace").splitlines()[-3:]
@@ -219,6 +220,7 @@ def run_load(
         "exit_status": first_exit,
         "drain_restarts": drains,
         "llm_calls": calls,
+        "judge_calls": judge_calls,
         "faults_injected": faults,
         "faults_total": sum(faults.values()),
         "fault_rate": fault_rate,

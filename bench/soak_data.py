@@ -53,7 +53,7 @@ from engram_md.models import Role, Status
 from engram_md.models import Turn as EngramTurn
 from engram_md.paths import MemoryLayout
 from engram_md.sanitize import sanitize_turn
-from tests.fake_openai import FakeOpenAI, RecordedRequest, fake_extract
+from tests.fake_openai import FakeOpenAI, RecordedRequest, fake_extract, is_judge_prompt
 
 # ---- input -----------------------------------------------------------------------------------
 
@@ -452,9 +452,14 @@ class CountingFake(FakeOpenAI):
         return self
 
     def _record(self, request: RecordedRequest) -> None:
-        ids = _PROMPT_IDS.findall(request.prompt_text()[-2000:])
+        text = request.prompt_text()
+        # Consolidation's judge calls name facts, not turns ([E1]): progress is extraction's.
+        judge = is_judge_prompt(text)
+        ids = [] if judge else _PROMPT_IDS.findall(text[-2000:])
         with self._lock:
             self.tally[request.path] += 1
+            if judge:
+                self.tally["judge"] += 1
             if request.fault is not None:
                 self.tally[f"fault:{request.fault}"] += 1
             if ids:
@@ -467,6 +472,10 @@ class CountingFake(FakeOpenAI):
     def calls(self, endpoint: str = "chat/completions") -> int:
         with self._lock:
             return self.tally[f"/v1/{endpoint}"]
+
+    def judge_calls(self) -> int:
+        with self._lock:
+            return self.tally["judge"]
 
 
 # Client timeout below the fake's stall, so a "timeout" fault is a real client timeout; a short

@@ -9,6 +9,8 @@ real client and the real network stack instead of through mocks.
 The default extraction answer (:func:`fake_extract`) is a generic, deterministic rule set: it
 reads the rendered turn lines back out of the prompt and turns first-person or decision-like
 sentences of user turns into third-person facts. It knows nothing about any sample transcript.
+Consolidation judge calls (recognised by the judge's system prompt) get :func:`fake_judge`
+instead, so the daemon's judge sees answers it can use.
 
 Usage::
 
@@ -42,6 +44,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from engram_md.config import LLMConfig
+from engram_md.hashing import normalize_text
+from engram_md.judge import SYSTEM_PROMPT as JUDGE_SYSTEM_PROMPT
 
 FAULTS = ("timeout", "429", "500", "malformed", "empty", "junk_schema")
 
@@ -199,6 +203,49 @@ def fake_extract(prompt_text: str) -> dict[str, Any]:
     return {"facts": facts}
 
 
+# ---- the default consolidation-judge behaviour ---------------------------------------------
+
+# `[<ref>] (<category>, <memory kind>, <YYYY-MM-DD>) <statement>`: the NEW fact is ref N, the
+# EXISTING ones E1, E2, ... (engram_md.judge.build_prompt; statements are on one line).
+_JUDGE_LINE = re.compile(r"^\[(?P<ref>N|E\d+)\] \([^)]*\) (?P<text>.*)$")
+
+
+def is_judge_prompt(prompt_text: str) -> bool:
+    """Whether a request is a consolidation judge call: the judge always sends its own system
+    prompt, verbatim, and the imported constant keeps this in step with any rewording."""
+    return JUDGE_SYSTEM_PROMPT in prompt_text
+
+
+def fake_judge(prompt_text: str) -> dict[str, Any]:
+    """A judge answer for a rendered cluster: one decision per EXISTING ref, in prompt order.
+
+    MERGE when the statement equals the NEW one after :func:`normalize_text` (case, punctuation
+    and whitespace: the normalisation content hashes use), ADD otherwise. Telling UPDATE or
+    INVALIDATE from ADD takes reading the meaning, and any rule for that here would be tuned to
+    particular data; tests that need those actions script a Reply.
+    """
+    statements = {
+        match["ref"]: normalize_text(match["text"])
+        for match in map(_JUDGE_LINE.match, prompt_text.splitlines())
+        if match
+    }
+    new = statements.pop("N", None)
+    return {"decisions": [_decision(ref, text == new) for ref, text in statements.items()]}
+
+
+def _decision(ref: str, same: bool) -> dict[str, str]:
+    if same:
+        return {"existing": ref, "action": "MERGE", "reason": "same statement"}
+    return {"existing": ref, "action": "ADD", "reason": "different statement"}
+
+
+def fake_answer(prompt_text: str) -> str:
+    """The default message content: a judge answer to a judge call, else an extraction."""
+    if is_judge_prompt(prompt_text):
+        return json.dumps(fake_judge(prompt_text))
+    return json.dumps(fake_extract(prompt_text))
+
+
 # ---- wire helpers --------------------------------------------------------------------------
 
 
@@ -264,10 +311,8 @@ class FakeOpenAI:
         # How long a "timeout" fault stalls; longer than the client timeout under test.
         self.timeout_sleep = timeout_sleep
         self.model = model
-        # Prompt text -> message content; the default answers with fake_extract as JSON.
-        self.responder: Callable[[str], str] = responder or (
-            lambda prompt: json.dumps(fake_extract(prompt))
-        )
+        # Prompt text -> message content; the default is fake_answer (judge or extraction).
+        self.responder: Callable[[str], str] = responder or fake_answer
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._queues: dict[str | None, deque[str | Reply]] = {None: deque()}

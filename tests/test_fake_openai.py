@@ -6,17 +6,27 @@ import json
 import math
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 
 import openai
 import pytest
 
+from engram_md.contradictions import Relation
+from engram_md.judge import SYSTEM_PROMPT, LLMJudge, build_prompt
+from engram_md.llm_extractor import Usage
+from engram_md.models import Fact
+
+from .consolidate_folder import NOW, make_fact
 from .fake_openai import (
     FAULTS,
     FakeOpenAI,
     Reply,
+    fake_answer,
     fake_embedding,
     fake_extract,
+    fake_judge,
     fake_openai_server,
+    is_judge_prompt,
     parse_turn_lines,
     third_person,
 )
@@ -91,6 +101,78 @@ def test_parse_turn_lines_joins_indented_continuations() -> None:
 )
 def test_third_person(sentence: str, expected: str) -> None:
     assert third_person(sentence, "Dana") == expected
+
+
+# ---- the default judge answer
+
+
+def _cluster() -> tuple[Fact, list[Fact]]:
+    """A new fact, one stored fact equal to it but for case and punctuation, two that differ."""
+    day = timedelta(days=1)
+    new = make_fact("Dana's team has 6 engineers.", created=NOW)
+    old = [
+        make_fact("Dana's team is remote.", created=NOW - 9 * day),
+        make_fact("dana's  TEAM has 6 engineers!", created=NOW - 8 * day),
+        make_fact("Dana's team has six engineers.", created=NOW - 7 * day),
+    ]
+    return new, old
+
+
+def test_fake_judge_decides_every_existing_ref_of_the_real_prompt() -> None:
+    new, old = _cluster()
+    answer = fake_judge(build_prompt(new, old))
+    assert answer == {
+        "decisions": [
+            {"existing": "E1", "action": "ADD", "reason": "different statement"},
+            {"existing": "E2", "action": "MERGE", "reason": "same statement"},
+            {"existing": "E3", "action": "ADD", "reason": "different statement"},
+        ]
+    }
+    assert fake_judge(build_prompt(new, old[:1]))["decisions"] == [
+        {"existing": "E1", "action": "ADD", "reason": "different statement"}
+    ]
+
+
+def test_only_judge_calls_get_a_judge_answer() -> None:
+    new, old = _cluster()
+    judge_call = SYSTEM_PROMPT + "\n" + build_prompt(new, old)
+    assert is_judge_prompt(judge_call)
+    assert json.loads(fake_answer(judge_call)) == fake_judge(judge_call)
+    # The user prompt alone is not a judge call: its system prompt is what marks one.
+    assert not is_judge_prompt(build_prompt(new, old))
+    assert not is_judge_prompt(PROMPT)
+    assert json.loads(fake_answer(PROMPT)) == fake_extract(PROMPT)
+
+
+@pytest.mark.parametrize(
+    ("api", "endpoint"), [("chat", "chat/completions"), ("responses", "responses")]
+)
+def test_real_judge_gets_a_usable_answer(server: FakeOpenAI, api: str, endpoint: str) -> None:
+    new, old = _cluster()
+    usage = Usage()
+    judge = LLMJudge(server.llm_config(api=api), usage, sleep=lambda s: None)
+    try:
+        relations = judge.decide(new, old)
+    finally:
+        judge.close()
+    assert relations == [Relation("duplicate", old[1].id, new.id, "judge: same statement")]
+    assert judge.failures == 0 and usage.failed_calls == 0 and usage.calls == 1
+    [request] = server.requests
+    assert request.path == f"/v1/{endpoint}" and request.fault is None
+
+
+def test_faults_replace_the_judge_answer_too(server: FakeOpenAI) -> None:
+    new, old = _cluster()
+    server.script("junk_schema", Reply('{"facts": []}'))
+    judge = LLMJudge(server.llm_config(api="chat", max_retries=0), sleep=lambda s: None)
+    try:
+        assert judge.decide(new, old) is None  # the fault's junk, not the judge answer
+        assert judge.decide(new, old) is None  # the scripted reply, verbatim
+        assert judge.decide(new, old)  # unscripted again: the judge answer
+    finally:
+        judge.close()
+    assert [r.fault for r in server.requests] == ["junk_schema", None, None]
+    assert judge.failures == 2
 
 
 # ---- endpoints through the real client
