@@ -41,6 +41,8 @@ class LLMConfig(_Section):
 class BufferConfig(_Section):
     max_turns: int = Field(default=5, ge=1)
     max_minutes: float = Field(default=15.0, gt=0)
+    # Wall clock: the daemon extracts a session that received nothing for this long (0: never).
+    idle_flush_minutes: float = Field(default=15.0, ge=0)
     # fsync every journal append (survives an OS crash) or only at batch boundaries.
     fsync: Literal["always", "batch"] = "always"
 
@@ -117,6 +119,7 @@ class GraphConfig(_Section):
 
 class ConsolidateConfig(_Section):
     every_extractions: int = Field(default=50, ge=0)  # the daemon consolidates this often; 0: never
+    min_interval_minutes: float = Field(default=10.0, ge=0)  # ... and at most this often
     max_retire_fraction: float = Field(default=0.25, ge=0, le=1)  # safety rail, --force overrides
     resolved_commitment_days: float = Field(default=90.0, ge=0)
     archive_age_days: float = Field(default=90.0, ge=0)

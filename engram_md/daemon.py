@@ -79,7 +79,8 @@ class Runner:
         watch: list[Path],
         install_signals: bool = True,
     ) -> None:
-        """Run until stdin ends (when it is the only source) or SIGTERM/SIGINT; then flush."""
+        """Run until stdin ends (when it is the only source) or SIGTERM/SIGINT; then flush.
+        Meanwhile, sessions that go quiet for `buffer.idle_flush_minutes` are extracted."""
         stop = threading.Event()
         if install_signals:
             self._install_signal_handlers(stop)
@@ -91,6 +92,9 @@ class Runner:
             if watch:
                 self._drain_files(expand_watch_paths(watch))
             while not stop.is_set():
+                # Between items, and at least every poll while none come, sessions that went
+                # quiet are extracted instead of waiting for the end of input.
+                self.pipeline.flush_idle()
                 try:
                     item = self._queue.get(timeout=0.2)
                 except queue.Empty:

@@ -146,6 +146,12 @@ class Pipeline:
         for batch in self.buffer.add(turn, signal):
             self._run(batch, final=False)
 
+    def flush_idle(self) -> None:
+        """Extract the sessions that went quiet (wall clock); the daemon calls this while it
+        waits for input. A failure keeps the turns like any other batch's (`hold`)."""
+        for batch in self.buffer.idle_batches():
+            self._run(batch, final=False)
+
     def flush(self) -> bool:
         """Extract everything buffered (end of input, SIGTERM). False if turns remain pending."""
         self.journal.sync()

@@ -1,4 +1,4 @@
-"""SmartBuffer triggers, all on transcript time."""
+"""SmartBuffer triggers: on transcript time, and the idle flush on a (fake) wall clock."""
 
 from __future__ import annotations
 
@@ -170,3 +170,92 @@ def test_flush_batches_returns_every_session_and_keeps_the_turns(buf: SmartBuffe
     for b in batches:
         buf.drop(b)
     assert buf.depth() == 0 and buf.flush_batches() == []
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, minutes: float) -> None:
+        self.now += minutes * 60
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+def idle_buffer(clock: FakeClock, idle_flush_minutes: float = 10) -> SmartBuffer:
+    cfg = BufferConfig(max_turns=5, max_minutes=15, idle_flush_minutes=idle_flush_minutes)
+    return SmartBuffer(cfg, clock=clock)
+
+
+def test_a_quiet_session_is_flushed_after_the_idle_period(clock: FakeClock) -> None:
+    buf = idle_buffer(clock)
+    buf.add(turn(1, session="quiet"), LOW)
+    buf.add(turn(2, session="quiet"), LOW)
+    clock.advance(9.9)
+    assert buf.idle_batches() == []
+    clock.advance(0.1)  # exactly the idle period since the last turn was received
+    due = buf.idle_batches()
+    assert [(b.session, b.trigger, ids(b)) for b in due] == [("quiet", Trigger.IDLE, ["t1", "t2"])]
+    assert buf.depth() == 2  # handing a batch out is not dropping it
+
+
+def test_idle_counts_from_the_last_received_turn_not_transcript_time(clock: FakeClock) -> None:
+    buf = idle_buffer(clock)
+    buf.add(turn(1, 0, session="active"), LOW)
+    buf.add(turn(1, 0, session="quiet"), LOW)
+    clock.advance(6)
+    # Transcript time barely moves, but the turn arrives now: the session is active.
+    buf.add(turn(2, 0.1, session="active"), LOW)
+    clock.advance(6)
+    assert [b.session for b in buf.idle_batches()] == ["quiet"]
+    clock.advance(4)
+    assert [b.session for b in buf.idle_batches()] == ["active"]
+
+
+def test_a_failed_idle_batch_waits_another_idle_period(clock: FakeClock) -> None:
+    buf = idle_buffer(clock)
+    buf.add(turn(1), LOW)
+    clock.advance(10)
+    (batch,) = buf.idle_batches()
+    buf.hold(batch.session)  # the extraction failed: the turns stay
+    for _ in range(5):  # the daemon polls several times a second: no retry meanwhile
+        clock.advance(9.9 / 5)
+        assert buf.idle_batches() == []
+    clock.advance(0.1)
+    (retry,) = buf.idle_batches()
+    assert retry.turns == batch.turns and retry.trigger is Trigger.IDLE
+
+
+def test_a_successful_idle_batch_leaves_the_buffer(clock: FakeClock) -> None:
+    buf = idle_buffer(clock)
+    buf.add(turn(1), LOW)
+    clock.advance(10)
+    (batch,) = buf.idle_batches()
+    buf.drop(batch)
+    clock.advance(100)
+    assert buf.idle_batches() == [] and buf.depth() == 0
+    # A session that starts later gets its own full idle period.
+    buf.add(turn(2), LOW)
+    clock.advance(9)
+    assert buf.idle_batches() == []
+    clock.advance(1)
+    assert [ids(b) for b in buf.idle_batches()] == [["t2"]]
+
+
+def test_zero_disables_the_idle_flush(clock: FakeClock) -> None:
+    buf = idle_buffer(clock, idle_flush_minutes=0)
+    buf.add(turn(1), LOW)
+    clock.advance(60 * 24 * 365)
+    assert buf.idle_batches() == []
+    assert buf.depth() == 1
+
+
+def test_idle_flush_defaults_to_the_time_window() -> None:
+    cfg = BufferConfig()
+    assert cfg.idle_flush_minutes == cfg.max_minutes == 15
