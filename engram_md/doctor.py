@@ -257,7 +257,7 @@ class _Exam:
 
     # ------------------------------------------------------------ index
     def check_index(self) -> None:
-        from .index import TABLE_NAME, MemoryIndex, _mismatch
+        from .index import TABLE_NAME, MemoryIndex, _mismatch, connect
 
         facts = self.folder.facts
         index_dir = self.layout.index_dir
@@ -265,10 +265,8 @@ class _Exam:
             if facts or self._box_paths():
                 self.add("index_missing", self.label(index_dir), "there is no search index")
             return
-        import lancedb
-
         embedder = self._embedder()
-        db = lancedb.connect(str(index_dir))
+        db = connect(index_dir)
         if TABLE_NAME not in db.list_tables().tables:
             if facts or self._box_paths():
                 self.add("index_missing", self.label(index_dir), "the index has no table")

@@ -61,8 +61,16 @@ _META_SCHEMA = b"engram.schema_version"
 # it into the index; past a few dozen such fragments that scan dominates query time.
 _AUTO_OPTIMIZE_WRITES = 32
 # Old table versions are kept this long after compaction so a reader in another process that
-# is mid-query on an older version never finds its files gone.
-_KEEP_OLD_VERSIONS = timedelta(minutes=10)
+# is mid-query on an older version never finds its files gone. Readers move to the latest
+# version at least once a second (_FRESHNESS_SECONDS), so a minute is ample; longer costs
+# time, since every cleanup walks all the versions it keeps (thousands an hour in a daemon).
+_KEEP_OLD_VERSIONS = timedelta(minutes=1)
+# LanceDB caches index and table metadata per version and, by default, lets the caches grow
+# to gigabytes; a daemon writes a new version per extraction batch, so the caches fill with
+# versions it will never read again and its memory grows with its input. These bounds hold
+# the current full-text and id indexes of a large folder (tens of MB at 100k memories).
+_INDEX_CACHE_BYTES = 128 << 20
+_METADATA_CACHE_BYTES = 32 << 20
 # How often a reader looks for writes made by another process.
 _FRESHNESS_SECONDS = 1.0
 # Long id lists are split so a generated SQL filter stays a reasonable size.
@@ -377,7 +385,7 @@ class MemoryIndex:
         model_id = embedder.model_id
         with _mapped(f"open at {path}"):
             path.mkdir(parents=True, exist_ok=True)
-            db = lancedb.connect(str(path))
+            db = connect(path)
             reason: str | None = None
             if TABLE_NAME in db.list_tables().tables:
                 table = db.open_table(TABLE_NAME)
@@ -718,6 +726,15 @@ class MemoryIndex:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def connect(path: Path) -> Any:
+    """A LanceDB connection whose caches are bounded (see _INDEX_CACHE_BYTES)."""
+    session = lancedb.Session(
+        index_cache_size_bytes=_INDEX_CACHE_BYTES,
+        metadata_cache_size_bytes=_METADATA_CACHE_BYTES,
+    )
+    return lancedb.connect(str(path), session=session)
 
 
 def _fts_config() -> FTS:
