@@ -236,9 +236,9 @@ def run_load(
         "ok": first_exit == 0
         and result.lost == 0
         and result.duplicated == 0
-        # A turn the fake would extract from but that left no trace can only be one whose
-        # facts fell over the per-call cap, which the extractor counts but does not attribute.
-        and result.yield_missing <= int((usage or {}).get("dropped_facts", 0))
+        # Every turn the fake extracts something from must reach a fact, a confirmation or
+        # a named discard (facts over the per-call cap are discarded by name too).
+        and result.yield_missing == 0
         and not result.outcomes["pending"]
         and not problems,
     }

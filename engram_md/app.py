@@ -107,12 +107,8 @@ def open_engine(
                 )
         speakers = SpeakerBook.from_dict(load_json(layout.speakers_path, {}))
         actions = ActionLog(layout.actions_path)
-        on_seal = None
-        if indexer is not None:
-            from .boxindex import upsert_box
-
-            index = indexer.index
-            on_seal = lambda path, box: upsert_box(index, layout, path, box)  # noqa: E731
+        # A sealed box becomes searchable with the facts of the batch that sealed it.
+        on_seal = indexer.upsert_box if indexer is not None else None
         structure = (
             Structure(cfg, layout, actions, fsync=store.fsync, on_seal=on_seal)
             if cfg.boxes.enabled or cfg.graph.enabled

@@ -2,8 +2,8 @@
 
 Boxes are few (one per stretch of a session) and written whole when sealed, so they are kept
 in step by a simple whole-folder comparison — file mtime against the row — at every full
-reconcile, plus an upsert when the daemon seals one. The fact indexer never touches these
-rows, and these functions never touch fact rows.
+reconcile, plus a row the daemon writes with the facts of the batch that sealed the box
+(``Indexer.upsert_box``). These functions never touch fact rows.
 """
 
 from __future__ import annotations

@@ -41,7 +41,8 @@ import numpy as np
 import regex
 
 from .atomic import is_temp_file
-from .boxindex import sync_boxes
+from .boxes import Box
+from .boxindex import box_row, sync_boxes
 from .config import Config
 from .dedup import HashIndex
 from .embeddings import Embedder
@@ -235,8 +236,10 @@ class Indexer:
         self._snapshot: tuple[np.ndarray, int] | None = None
         self._snapshot_loaded = False
         self._centroid_path = layout.state_dir / "centroid.npz"
-        # Facts written during the current batch, indexed together at batch_done().
+        # Facts written during the current batch, indexed together at batch_done(), and the
+        # rows of boxes sealed meanwhile, which go into the same write.
         self._queued: dict[str, tuple[Path, Fact]] = {}
+        self._queued_boxes: dict[str, IndexRow] = {}
 
     @classmethod
     def open(
@@ -516,12 +519,20 @@ class Indexer:
         with self._lock:
             self._queued[fact.id] = (path, fact)
 
+    def upsert_box(self, path: Path, box: Box) -> None:
+        """Queue a box the caller just sealed; it is indexed with the batch's facts."""
+        row = box_row(self.layout, path, box, stat_mtime(path))
+        with self._lock:
+            self._queued_boxes[row.id] = row
+
     def flush(self) -> None:
-        """Index every queued fact now (one embedding batch, one write)."""
+        """Index every queued fact and box now (one embedding batch, one write)."""
         with self._lock:
             queued = list(self._queued.values())
+            boxes = list(self._queued_boxes.values())
             self._queued.clear()
-            if not queued:
+            self._queued_boxes.clear()
+            if not queued and not boxes:
                 return
             olds = self._fact_rows([fact.id for _, fact in queued])
             fresh = [
@@ -557,7 +568,9 @@ class Indexer:
                     step.new_rows.append(row)
                     if old is not None:
                         step.removed_rows.append(old)
-            self.index.upsert(rows)
+            # Box rows are embedded by the index in the same call; they stay out of the
+            # centroid, which is over facts.
+            self.index.upsert(rows + boxes)
             self._shift(minus=minus, plus=plus)
             if step.new_rows or step.removed_rows:
                 self._fix_hashes(step)
