@@ -1,22 +1,33 @@
 """`engram-md forget`: remove a memory everywhere, and leave a tombstone without its content.
 
-A fact lives in more places than its file: the index row (and its vector), the exact-dedup
-hash index, the graph (nodes and edges), its box (the box file lists and summarizes it; the
-open box in ``state/open-box.json`` holds its statement), the trace the box is in, the recall
-access counts, the embedding cache (keyed by the statement's text), the journal (the turns it
-came from, until compaction) and the derived pages (entity pages, ``profile.md``). Forgetting
-removes it from each, in this order:
+A fact lives in more places than its file: the index row (and its vector, in older table
+versions too), the exact-dedup hash index, the graph (nodes and edges), its box (the box file
+lists and summarizes it; the open box in ``state/open-box.json`` holds its statement), the
+trace the box is in, the recall access counts, the embedding cache (keyed by the statement's
+text), the journal (the turns it came from), the derived pages (entity pages, ``profile.md``),
+``state/topics.json`` and ``state/consolidation.json`` (its id), and text that may quote it:
+telemetry reasons and discard previews, consolidation reports, other facts' ``statusHistory``.
+Consolidation keeps the facts it merged into or replaced by this one as retired files with
+their own text: that lineage is forgotten with it (:func:`_lineage`).
 
-1. A tombstone line in ``state/forgotten.jsonl``: id, content hash, path, category, box,
-   when, why and by whom — never the statement. Written first, so an interrupted forget is
-   on record and re-running ``forget ID`` finishes the job (the steps below are idempotent
-   and work from the tombstone once the file is gone).
-2. The embedding cache entries of the statement and of the box text that quoted it.
-3. The fact file, then the index row and the hash entry.
-4. The graph, the boxes (sealed ones rewritten with :func:`engram_md.boxfile.render_box`,
-   an emptied one deleted together with its trace entry), the open box, the box rows.
-5. The access counts, the journal (compacted: done turns' text goes), the derived pages.
-6. A ``forget`` telemetry action.
+Forgetting goes in this order; the fact files go last, so until then a re-run finds
+everything the text-dependent steps need, and after that only steps that work by id remain:
+
+1. A tombstone line per fact in ``state/forgotten.jsonl``: id, path, category, box, lineage,
+   when, why and by whom — never the statement, nor a hash of it. Written first, so an
+   interrupted forget is on record and re-running ``forget ID`` finishes the job (every step
+   is idempotent; once a file is gone its tombstone stands in for it).
+2. The embedding cache entries of the statement; the journal: the fact's pending source
+   turns are marked done (a restart would extract them again and bring the fact back), then
+   the journal is compacted so done turns' text leaves the disk.
+3. Quotes of the statement in the telemetry, the reports, the compression guidelines and
+   other facts' ``statusHistory`` (:class:`Quotes`); the id in ``topics.json`` and
+   ``consolidation.json``.
+4. The index row and the hash entry, the graph, the boxes (sealed ones rewritten with
+   :func:`engram_md.boxfile.render_box`, an emptied one deleted together with its trace
+   entry), the open box, the box rows; then every older table version (``purge_history``).
+5. The access counts, the derived pages.
+6. The fact files, then a ``forget`` telemetry action each.
 
 The tombstone lives in ``state/`` (machine-local), not ``memory/``: the folder's git history
 already records the deletion of the file, and a tombstone there would only add a second file
@@ -26,7 +37,7 @@ is rewritten; :func:`git_note` says so when the folder is in a repository.
 Forgetting is a write: it takes the writer lock and is refused while the daemon runs (the
 daemon keeps the open box, the graph and the hash index in memory and would write them back).
 A reconcile or ``reindex`` cannot bring the fact back: the index follows the files, and the
-file is gone. The same statement said again later is a new memory.
+file is gone. The same statement said again later, in a new turn, is a new memory.
 """
 
 from __future__ import annotations
@@ -37,7 +48,7 @@ import json
 import logging
 import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,14 +57,15 @@ from typing import Any
 import numpy as np
 import regex
 
-from .atomic import atomic_write_text
+from .atomic import atomic_write_bytes, atomic_write_text
 from .boxes import BoxMember, OpenBox, Summarizer
 from .boxfile import read_box, render_box
 from .config import Config
+from .crashpoints import crashpoint
 from .embeddings import CachedEmbedder, Embedder
 from .errors import EngramError, LockError, MemoryFileError
-from .factfile import format_time, read_fact
-from .models import Fact
+from .factfile import format_time, read_fact, write_fact
+from .models import Fact, Status, Turn
 from .paths import MemoryLayout
 from .statefile import load_json, save_json
 from .topics import fact_topics
@@ -68,6 +80,15 @@ ID_SHAPE = regex.compile(r"^(?P<cat>[a-z_]+)-(?P<day>\d{8})-(?P<time>\d{6})-(?P<
 # A scrubbed embedding-cache record keeps its place (readers address rows by position) but
 # no longer answers for the forgotten text: its key becomes this value and its vector zeros.
 SCRUBBED_KEY = 0
+# What stands where forgotten text was quoted (telemetry, reports, other facts' history).
+FORGOTTEN_MARK = "[forgotten]"
+# A run of this many words of a forgotten statement counts as quoting it (see Quotes).
+QUOTE_WORDS = 5
+_WORD = regex.compile(r"\w+")
+# The crash loop's kill point between forget's steps (see crashpoints.py).
+CRASH_POINT = "forget.step"
+# Retired facts: what consolidation merged away or replaced, kept as files with their text.
+RETIRED = frozenset({Status.MERGED, Status.SUPERSEDED, Status.INVALIDATED, Status.ARCHIVED})
 
 
 @dataclass(frozen=True)
@@ -77,8 +98,8 @@ class Target:
 
     id: str
     path: str  # relative to the memory folder
-    content_hash: str
     fact: Fact | None
+    lineage_of: str | None = None  # the fact asked for, when this is a retired copy of it
 
 
 @dataclass(frozen=True)
@@ -87,7 +108,7 @@ class Forgotten:
 
     id: str
     path: str
-    content_hash: str
+    lineage_of: str | None = None
     file_removed: bool = False
     index_row: bool = False
     hash_entry: bool = False
@@ -97,12 +118,13 @@ class Forgotten:
     boxes_removed: tuple[str, ...] = ()
     open_box: str | None = None
     access_records: int = 0
+    pending_turns: int = 0  # journaled turns it came from that were still to be extracted
 
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "path": self.path,
-            "contentHash": self.content_hash,
+            "lineageOf": self.lineage_of,
             "fileRemoved": self.file_removed,
             "indexRow": self.index_row,
             "hashEntry": self.hash_entry,
@@ -112,6 +134,7 @@ class Forgotten:
             "boxesRemoved": list(self.boxes_removed),
             "openBox": self.open_box,
             "accessRecords": self.access_records,
+            "pendingTurns": self.pending_turns,
         }
 
 
@@ -121,7 +144,8 @@ class ForgetReport:
     missing: tuple[str, ...]  # ids with neither a fact file nor a tombstone
     dry_run: bool
     notes: tuple[str, ...] = ()
-    derived: tuple[str, ...] = field(default=())  # derived pages rewritten or removed
+    derived: tuple[str, ...] = field(default=())  # memory files rewritten or removed
+    scrubbed: tuple[str, ...] = field(default=())  # state files, relative to the state folder
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -129,6 +153,7 @@ class ForgetReport:
             "forgotten": [f.to_json() for f in self.forgotten],
             "missing": list(self.missing),
             "derived": list(self.derived),
+            "scrubbed": list(self.scrubbed),
             "notes": list(self.notes),
         }
 
@@ -200,23 +225,68 @@ def read_tombstones(layout: MemoryLayout) -> list[dict[str, Any]]:
 
 
 def _targets(layout: MemoryLayout, ids: Sequence[str]) -> tuple[list[Target], list[str]]:
-    files = find_fact_files(layout, ids)
+    """The facts asked for, then their lineage; ids found nowhere are returned apart."""
     stones = {t["id"]: t for t in read_tombstones(layout)}
+    wanted = list(dict.fromkeys(i.strip() for i in ids if i.strip()))
+    files = find_fact_files(layout, wanted)
     targets: list[Target] = []
     missing: list[str] = []
-    for fact_id in dict.fromkeys(i.strip() for i in ids if i.strip()):
+    for fact_id in wanted:
         held = files.get(fact_id)
         if held:
-            for path, fact in held:
-                targets.append(Target(fact_id, layout.relative(path), fact.content_hash, fact))
+            targets += [Target(fact_id, layout.relative(path), fact) for path, fact in held]
         elif fact_id in stones:
-            stone = stones[fact_id]
-            targets.append(
-                Target(fact_id, str(stone.get("path", "")), str(stone.get("contentHash", "")), None)
-            )
+            targets.append(_from_stone(stones[fact_id]))
         else:
             missing.append(fact_id)
-    return targets, missing
+    return targets + _lineage(layout, targets, stones), missing
+
+
+def _from_stone(stone: dict[str, Any]) -> Target:
+    root = stone.get("lineageOf")
+    return Target(str(stone["id"]), str(stone.get("path", "")), None, str(root) if root else None)
+
+
+def _lineage(
+    layout: MemoryLayout, targets: Sequence[Target], stones: dict[str, dict[str, Any]]
+) -> list[Target]:
+    """The retired facts that carry the same memory as ``targets``: the duplicates merged
+    into one (``mergedFrom``) and the older versions it replaced (``supersedes``), and theirs
+    in turn. Active facts are never followed: they are memories of their own.
+
+    A target being finished from its tombstone has no file to read links from: the
+    tombstones its first run wrote for its lineage stand in (the asked-for file is removed
+    before its lineage's, so they exist whenever it is gone). A linked id with neither a
+    file nor a tombstone of this lineage (deleted, or forgotten on its own) is done.
+    """
+    seen = {t.id for t in targets}
+    found: list[Target] = []
+    frontier = list(targets)
+    while frontier:
+        links: dict[str, str] = {}  # linked id -> the fact asked for
+        for t in frontier:
+            root = t.lineage_of or t.id
+            if t.fact is None:
+                linked = [str(s["id"]) for s in stones.values() if s.get("lineageOf") == t.id]
+            else:
+                linked = [*t.fact.merged_from, *t.fact.supersedes]
+            for link in linked:
+                if link not in seen:
+                    links.setdefault(link, root)
+        seen.update(links)
+        files = find_fact_files(layout, links)
+        frontier = []
+        for link, root in links.items():
+            if link in files:
+                frontier += [
+                    Target(link, layout.relative(path), fact, root)
+                    for path, fact in files[link]
+                    if fact.status in RETIRED
+                ]
+            elif stones.get(link, {}).get("lineageOf") == root:
+                frontier.append(_from_stone(stones[link]))
+        found += frontier
+    return found
 
 
 # ---------------------------------------------------------------- boxes, traces, open box
@@ -302,6 +372,22 @@ def box_files(layout: MemoryLayout) -> list[Path]:
     if not layout.boxes_dir.is_dir():
         return []
     return [p for p in sorted(layout.boxes_dir.rglob("*.md")) if not is_temp_file(p)]
+
+
+def quoting_box_texts(layout: MemoryLayout, gone: set[str]) -> list[str]:
+    """The searchable text (the embedding-cache key) of every sealed box that lists one of
+    ``gone``, as it is before :func:`drop_from_boxes` rewrites it."""
+    from .boxindex import box_text
+
+    texts: list[str] = []
+    for path in box_files(layout):
+        try:
+            box = read_box(path, layout)
+        except MemoryFileError:
+            continue
+        if gone.intersection(box.memory_ids) or any(m.id in gone for m in box.members):
+            texts.append(box_text(box))
+    return texts
 
 
 def drop_from_boxes(layout: MemoryLayout, gone: set[str]) -> list[BoxEdit]:
@@ -471,20 +557,192 @@ def scrub_embedding_cache(cache_dir: Path, embedder: Embedder, texts: Iterable[s
     return hit
 
 
-def compact_journal(layout: MemoryLayout) -> None:
-    """Rewrite the journal as seen-keys plus pending turns: the text of turns already turned
-    into memories (the forgotten one's among them) leaves the disk; pending turns stay and
-    will be extracted again."""
+def source_turns(targets: Iterable[Target]) -> set[tuple[str, str]]:
+    """(session, turn id) of every turn the targets came from (those whose file is read)."""
+    return {
+        (t.fact.session, turn)
+        for t in targets
+        if t.fact is not None
+        for turn in t.fact.source_turn_ids
+    }
+
+
+def compact_journal(layout: MemoryLayout, turns: Collection[tuple[str, str]] = ()) -> list[Turn]:
+    """Rewrite the journal as seen-keys plus pending turns, so the text of turns already
+    turned into memories leaves the disk. Pending turns named in ``turns`` ((session, id):
+    a forgotten fact's sources, journaled by a batch that crashed before it was marked done)
+    are marked done first: a restart would extract them again and write the fact back.
+    Returns those turns."""
     from .journal import Journal
 
     if not layout.journal_path.exists():
-        return
+        return []
     journal = Journal(layout.journal_path, fsync_each=False)
     journal.open()
     try:
+        sources = [t for t in journal.pending if (t.session, t.id) in turns]
+        journal.mark_done(sources)
         journal.compact()
     finally:
         journal.close()
+    return sources
+
+
+class Quotes:
+    """Where text quotes a forgotten statement, to replace it with :data:`FORGOTTEN_MARK`.
+
+    A quote is any run of :data:`QUOTE_WORDS` consecutive words of a statement (all of it, if
+    shorter), compared word by word, ignoring case and punctuation; overlapping runs merge
+    into one mark. A judge's reason or a preview that repeats the statement, in part or
+    whole, is caught; a paraphrase, or one distinctive word on its own, is not: marking every
+    shared word would blank other memories' audit trail too.
+    """
+
+    def __init__(self, statements: Iterable[str]) -> None:
+        self._runs: dict[int, set[tuple[str, ...]]] = {}  # run length -> word runs
+        for text in statements:
+            words = [w.casefold() for w in _WORD.findall(text)]
+            n = min(QUOTE_WORDS, len(words))
+            if n:
+                runs = self._runs.setdefault(n, set())
+                runs.update(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
+
+    def __bool__(self) -> bool:
+        return bool(self._runs)
+
+    def scrub(self, text: str) -> str:
+        if not self._runs or not text:
+            return text
+        spans = [m.span() for m in _WORD.finditer(text)]
+        words = [text[a:b].casefold() for a, b in spans]
+        quoted = [False] * len(words)
+        for n, runs in self._runs.items():
+            for i in range(len(words) - n + 1):
+                if tuple(words[i : i + n]) in runs:
+                    quoted[i : i + n] = [True] * n
+        out: list[str] = []
+        end = 0
+        for i, hit in enumerate(quoted):
+            if hit and (i == 0 or not quoted[i - 1]):
+                out += [text[end : spans[i][0]], FORGOTTEN_MARK]
+            if hit:
+                end = spans[i][1]
+        return "".join(out) + text[end:] if out else text
+
+    def scrub_json(self, value: Any) -> Any:
+        """``value`` with every string in it scrubbed (keys are ours, not quotes)."""
+        if isinstance(value, str):
+            return self.scrub(value)
+        if isinstance(value, list):
+            return [self.scrub_json(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self.scrub_json(v) for k, v in value.items()}
+        return value
+
+
+def scrub_actions(layout: MemoryLayout, targets: Sequence[Target], quotes: Quotes) -> bool:
+    """Scrub the telemetry: quotes of the statements in any record, and the ``preview`` (text
+    an extractor dropped) of records that name a forgotten fact or one of its source turns.
+    Every record keeps its place and its other fields: the log is an audit trail. Records
+    that need no change keep their bytes. Returns whether the file changed."""
+    path = layout.actions_path
+    try:
+        lines = path.read_bytes().splitlines()
+    except FileNotFoundError:
+        return False
+    gone = {t.id for t in targets}
+    turns = source_turns(targets)
+    changed = False
+    for n, line in enumerate(lines):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # a torn line: doctor's business
+        if not isinstance(event, dict):
+            continue
+        new = quotes.scrub_json(event)
+        if "preview" in new and _names_source(event, gone, turns):
+            del new["preview"]
+        if new != event:
+            lines[n] = json.dumps(new, ensure_ascii=False).encode("utf-8")
+            changed = True
+    if changed:
+        atomic_write_bytes(path, b"\n".join(lines) + b"\n")
+    return changed
+
+
+def _names_source(event: dict[str, Any], gone: set[str], turns: set[tuple[str, str]]) -> bool:
+    if event.get("memoryId") in gone:
+        return True
+    said = event.get("turns")
+    session = str(event.get("session", ""))
+    return isinstance(said, list) and any((session, str(t)) in turns for t in said)
+
+
+def scrub_texts(layout: MemoryLayout, quotes: Quotes) -> list[Path]:
+    """Scrub quotes from the consolidation reports and the compression guidelines (they
+    repeat judges' reasons and telemetry); returns the files rewritten."""
+    files = [layout.compression_guidelines_path]
+    if layout.reports_dir.is_dir():
+        files += sorted(layout.reports_dir.glob("*.md"))
+    changed: list[Path] = []
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        scrubbed = quotes.scrub(text)
+        if scrubbed != text:
+            atomic_write_text(path, scrubbed)
+            changed.append(path)
+    return changed
+
+
+def scrub_history(facts: Sequence[tuple[Path, Fact]], quotes: Quotes) -> list[tuple[Path, Fact]]:
+    """Scrub quotes from the ``statusHistory`` reasons of ``facts`` (a judge's reason for a
+    merge or a correction may repeat the other fact); returns the facts rewritten."""
+    rewritten: list[tuple[Path, Fact]] = []
+    for path, fact in facts:
+        history = tuple(replace(h, reason=quotes.scrub(h.reason)) for h in fact.status_history)
+        if history != fact.status_history:
+            fact = fact.with_changes(status_history=history)
+            write_fact(path, fact)
+            rewritten.append((path, fact))
+    return rewritten
+
+
+def drop_from_run_state(layout: MemoryLayout, gone: set[str]) -> bool:
+    """Drop ``gone`` from ``consolidation.json``: the facts left unjudged (``pending``) and
+    the content hashes of the facts the last run saw (``seen``)."""
+    path = layout.consolidation_state_path
+    data = load_json(path, None)
+    if not isinstance(data, dict):
+        return False
+    changed = False
+    pending = data.get("pending")
+    if isinstance(pending, list) and gone.intersection(map(str, pending)):
+        data["pending"] = [p for p in pending if str(p) not in gone]
+        changed = True
+    seen = data.get("seen")
+    if isinstance(seen, dict) and gone.intersection(seen):
+        data["seen"] = {k: v for k, v in seen.items() if k not in gone}
+        changed = True
+    if changed:
+        save_json(path, data)
+    return changed
+
+
+def refresh_topics(
+    layout: MemoryLayout, facts: Sequence[tuple[Path, Fact]], gone: set[str]
+) -> bool:
+    """Render ``topics.json`` again from ``facts`` (those left) if it lists a forgotten id."""
+    from .folder_index import render_topics
+
+    path = layout.topics_path
+    if not _mentions(path, sorted(gone)):
+        return False
+    atomic_write_text(path, render_topics(f for _, f in facts))
+    return True
 
 
 def _mentions(path: Path, needles: Sequence[str]) -> bool:
@@ -495,10 +753,15 @@ def _mentions(path: Path, needles: Sequence[str]) -> bool:
     return any(n and n in text for n in needles)
 
 
-def refresh_derived(cfg: Config, layout: MemoryLayout, targets: Sequence[Target]) -> list[str]:
+def refresh_derived(
+    cfg: Config,
+    layout: MemoryLayout,
+    targets: Sequence[Target],
+    facts: Sequence[tuple[Path, Fact]],
+) -> list[str]:
     """Entity pages and ``profile.md`` quote facts: make the ones that quote a forgotten fact
-    again from the facts left (as consolidation would), and remove or scrub what the new
-    plan no longer covers. Returns the pages changed, relative to the memory folder."""
+    again from ``facts`` (those left), as consolidation would, and remove or scrub what the
+    new plan no longer covers. Returns the pages changed, relative to the memory folder."""
     needles: list[str] = []
     for t in targets:
         needles.append(Path(t.path).name)
@@ -512,7 +775,7 @@ def refresh_derived(cfg: Config, layout: MemoryLayout, targets: Sequence[Target]
         return []
     changed: set[str] = set()
     try:
-        changed.update(_replan_derived(cfg, layout))
+        changed.update(_replan_derived(cfg, layout, facts))
     except Exception as exc:  # a failing planner must not stop the scrub below (fail open)
         log.warning("could not rebuild derived pages: %s", exc)
     for page in hit:
@@ -531,23 +794,21 @@ def refresh_derived(cfg: Config, layout: MemoryLayout, targets: Sequence[Target]
     return sorted(changed)
 
 
-def _replan_derived(cfg: Config, layout: MemoryLayout) -> list[str]:
-    from .consolidate import RunState, load_facts, read_access
-    from .dedup import HashIndex
+def _replan_derived(
+    cfg: Config, layout: MemoryLayout, facts: Sequence[tuple[Path, Fact]]
+) -> list[str]:
+    from .consolidate import RunState, read_access
     from .entities import plan_entities
     from .plan import Context, FileWrite
     from .profile import plan_profile
-    from .store import MemoryStore
 
-    store = MemoryStore(layout, HashIndex(layout.hashes_path, {}))
-    facts = load_facts(store).facts
     access, _ = read_access(layout.access_path)
     ctx = Context(
         cfg=cfg,
         layout=layout,
         now=datetime.now(UTC),
         epoch=max(1, RunState.load(layout.consolidation_state_path).epoch),
-        facts=facts,
+        facts=list(facts),
         access_counts=dict(access),
     )
     written: list[str] = []
@@ -592,7 +853,7 @@ def plan_forget(cfg: Config, ids: Sequence[str]) -> ForgetReport:
     targets, missing = _targets(layout, ids)
     gone = {t.id for t in targets}
     graph = GraphStore.load(layout.graphs_dir, cfg.graph) if layout.graphs_dir.is_dir() else None
-    hashes = _hash_lines(layout)
+    hashed = set(_hash_lines(layout).values())
     open_hits = _open_members(layout)
     rewritten: dict[str, list[str]] = {}
     emptied: dict[str, list[str]] = {}
@@ -612,10 +873,10 @@ def plan_forget(cfg: Config, ids: Sequence[str]) -> ForgetReport:
             Forgotten(
                 id=t.id,
                 path=t.path,
-                content_hash=t.content_hash,
+                lineage_of=t.lineage_of,
                 file_removed=t.fact is not None,
                 index_row=False,  # the index is not opened by a dry run
-                hash_entry=hashes.get(t.content_hash) == t.path,
+                hash_entry=t.path in hashed,
                 graph_edges=len(graph.edges_of(t.id)) if graph is not None else 0,
                 graph_node=graph.has_node(t.id) if graph is not None else False,
                 boxes_rewritten=tuple(rewritten.get(t.id, ())),
@@ -624,7 +885,27 @@ def plan_forget(cfg: Config, ids: Sequence[str]) -> ForgetReport:
                 access_records=access.get(t.id, 0),
             )
         )
-    return ForgetReport(tuple(out), tuple(missing), True)
+    notes = survivor_notes(layout, targets)
+    return ForgetReport(tuple(out), tuple(missing), True, tuple(notes))
+
+
+def survivor_notes(layout: MemoryLayout, targets: Sequence[Target]) -> list[str]:
+    """A retired fact asked for by itself lives on in the active fact it was merged into or
+    replaced by, which is not forgotten with it (active facts are never lineage): say so."""
+    gone = {t.id for t in targets}
+    newer = {
+        t.fact.superseded_by: t.id
+        for t in targets
+        if t.fact is not None and t.lineage_of is None and t.fact.superseded_by not in gone
+    }
+    notes = []
+    for newer_id, held in find_fact_files(layout, [i for i in newer if i]).items():
+        if any(fact.status is Status.ACTIVE for _, fact in held):
+            notes.append(
+                f"{newer[newer_id]} was merged into or replaced by {newer_id}, which stays: "
+                "forget that one too if it says the same"
+            )
+    return notes
 
 
 def _hash_lines(layout: MemoryLayout) -> dict[str, str]:
@@ -662,19 +943,16 @@ def forget(
     dry_run: bool = False,
     embedder: Embedder | None = None,
 ) -> ForgetReport:
-    """Forget the facts with these ids everywhere (see the module docstring for the order).
+    """Forget the facts with these ids, and their lineage, everywhere (see the module
+    docstring for the order).
 
     Raises :class:`LockError` while another writer (the daemon) holds the folder. Ids with
     neither a file nor a tombstone are returned as ``missing``; nothing else is refused.
     """
     if dry_run:
         return plan_forget(cfg, ids)
-    from .app import layout_for, open_embedder
-    from .graph import GraphStore
-    from .indexer import Indexer
+    from .app import layout_for
     from .lock import WriterLock
-    from .store import MemoryStore
-    from .telemetry import ACTIONS, ActionLog
 
     layout = layout_for(cfg)
     layout.ensure()
@@ -689,93 +967,215 @@ def forget(
         targets, missing = _targets(layout, ids)
         if not targets:
             return ForgetReport((), tuple(missing), False)
-        who = by or default_by()
-        now = datetime.now(UTC)
-        _write_tombstones(layout, targets, reason=reason, by=who, at=now)
-        emb = embedder or open_embedder(cfg, layout)
-        texts = [t.fact.content for t in targets if t.fact is not None]
-        scrub_embedding_cache(layout.embedding_cache_dir, emb, texts)
-        gone = {t.id for t in targets}
-        removed_files: set[str] = set()
-        for t in targets:
-            path = layout.memory_dir / t.path
-            if t.fact is not None and path.exists():
-                layout.inside(path).unlink()
-                removed_files.add(t.path)
-        store = MemoryStore.open(layout)
-        hash_hits = {t.id for t in targets if store.hashes.lookup(t.content_hash) == t.path}
-        indexer = Indexer.open(cfg, layout, store, emb, reconcile=False)
-        try:
-            rows = indexer.index.get(sorted(gone))
-            # Drops the rows; a hash entry moves to another file with the same statement, if
-            # any, as at any deletion.
-            indexer.remove(sorted(gone))
-            for t in targets:
-                if store.hashes.lookup(t.content_hash) == t.path:
-                    store.hashes.remove(t.content_hash)
-            edges: dict[str, int] = {}
-            nodes: set[str] = set()
-            if layout.graphs_dir.is_dir():
-                graph = GraphStore(layout.graphs_dir, cfg.graph)
-                for fact_id in gone:
-                    edges[fact_id] = len(graph.edges_of(fact_id))
-                    if graph.has_node(fact_id):
-                        nodes.add(fact_id)
-                graph.remove_nodes(gone)
-            edits = drop_from_boxes(layout, gone)
-            update_traces(cfg, layout, edits)
-            open_hits = drop_from_open_boxes(layout, gone)
-            from .boxindex import sync_boxes
-
-            sync_boxes(indexer.index, layout)
-            scrub_embedding_cache(
-                layout.embedding_cache_dir, emb, [e.old_text for e in edits if e.old_text]
-            )
-            # The published centroid (the offline extractor's novelty reference) is a sum of
-            # every stored vector: publish it again without the forgotten ones.
-            indexer.batch_done()
-        finally:
-            indexer.close()
-        access = _access_per_id(layout, gone)
-        drop_access(layout, gone)
-        compact_journal(layout)
-        derived = refresh_derived(cfg, layout, targets)
-        actions = ActionLog(layout.actions_path)
-        out: list[Forgotten] = []
-        for t in targets:
-            record = Forgotten(
-                id=t.id,
-                path=t.path,
-                content_hash=t.content_hash,
-                file_removed=t.path in removed_files,
-                index_row=t.id in rows,
-                hash_entry=t.id in hash_hits,
-                graph_edges=edges.get(t.id, 0),
-                graph_node=t.id in nodes,
-                boxes_rewritten=tuple(
-                    e.box_id for e in edits if t.id in e.removed and not e.deleted
-                ),
-                boxes_removed=tuple(e.box_id for e in edits if t.id in e.removed and e.deleted),
-                open_box=open_hits.get(t.id),
-                access_records=access.get(t.id, 0),
-            )
-            out.append(record)
-            if "forget" in ACTIONS:
-                actions.record(
-                    "forget",
-                    "applied",
-                    reason or "forgotten_on_request",
-                    memory_id=t.id,
-                    path=t.path,
-                    by=who,
-                    **{"contentHash": t.content_hash},
-                )
-        notes = [n for n in [git_note(layout)] if n]
-        return ForgetReport(tuple(out), tuple(missing), False, tuple(notes), tuple(derived))
+        report = _forget_targets(
+            cfg, layout, targets, reason=reason, by=by or default_by(), embedder=embedder
+        )
+        return replace(report, missing=tuple(missing))
     except OSError as exc:
         raise EngramError(f"forget failed part-way ({exc}); run it again to finish") from exc
     finally:
         lock.release()
+
+
+def _forget_targets(
+    cfg: Config,
+    layout: MemoryLayout,
+    targets: Sequence[Target],
+    *,
+    reason: str,
+    by: str,
+    embedder: Embedder | None,
+) -> ForgetReport:
+    from .app import open_embedder
+
+    gone = {t.id for t in targets}
+    quotes = Quotes(t.fact.content for t in targets if t.fact is not None)
+    why = quotes.scrub(reason)  # a reason may repeat what is being forgotten
+    notes = survivor_notes(layout, targets)
+    _write_tombstones(layout, targets, reason=why, by=by, at=datetime.now(UTC))
+    crashpoint(CRASH_POINT)
+    emb = embedder or open_embedder(cfg, layout)
+    scrub_embedding_cache(
+        layout.embedding_cache_dir, emb, [t.fact.content for t in targets if t.fact is not None]
+    )
+    pending = compact_journal(layout, source_turns(targets))
+    crashpoint(CRASH_POINT)
+    scrubbed = _scrub_state(layout, targets, quotes)
+    facts, rewritten = _facts_left(layout, gone, quotes)
+    if refresh_topics(layout, facts, gone):
+        scrubbed.append(layout.topics_path)
+    crashpoint(CRASH_POINT)
+    removal = _unindex(cfg, layout, targets, emb, rewritten)
+    crashpoint(CRASH_POINT)
+    access = _access_per_id(layout, gone)
+    drop_access(layout, gone)
+    derived = refresh_derived(cfg, layout, targets, facts)
+    derived += [layout.relative(path) for path, _ in rewritten]
+    crashpoint(CRASH_POINT)
+    removed = _remove_files(layout, targets)
+    _record(layout, targets, reason=why, by=by)
+    out = [_outcome(t, removal, access, pending, removed) for t in targets]
+    notes += [n for n in [git_note(layout)] if n]
+    return ForgetReport(
+        tuple(out),
+        (),
+        False,
+        tuple(notes),
+        tuple(sorted(set(derived))),
+        tuple(sorted({p.relative_to(layout.state_dir).as_posix() for p in scrubbed})),
+    )
+
+
+def _scrub_state(layout: MemoryLayout, targets: Sequence[Target], quotes: Quotes) -> list[Path]:
+    """Step 3 in ``state/``: quotes in the texts and the telemetry, the ids in the
+    consolidation state. Returns the files changed."""
+    scrubbed = scrub_texts(layout, quotes) if quotes else []
+    if scrub_actions(layout, targets, quotes):
+        scrubbed.append(layout.actions_path)
+    if drop_from_run_state(layout, {t.id for t in targets}):
+        scrubbed.append(layout.consolidation_state_path)
+    return scrubbed
+
+
+def _facts_left(
+    layout: MemoryLayout, gone: set[str], quotes: Quotes
+) -> tuple[list[tuple[Path, Fact]], list[tuple[Path, Fact]]]:
+    """The facts that stay, read once, with quotes scrubbed from their ``statusHistory``; and
+    the ones that scrub rewrote."""
+    from .consolidate import load_facts
+    from .dedup import HashIndex
+    from .store import MemoryStore
+
+    store = MemoryStore(layout, HashIndex(layout.hashes_path, {}))
+    left = [(path, fact) for path, fact in load_facts(store).facts if fact.id not in gone]
+    rewritten = scrub_history(left, quotes) if quotes else []
+    fresh = dict(rewritten)
+    return [(path, fresh.get(path, fact)) for path, fact in left], rewritten
+
+
+@dataclass(frozen=True)
+class _Removal:
+    """What step 4 found and removed."""
+
+    rows: set[str]  # ids that had an index row
+    hashed: set[str]  # ids whose file had a hash entry
+    edges: dict[str, int]
+    nodes: set[str]
+    edits: list[BoxEdit]
+    open_hits: dict[str, str]
+
+
+def _outcome(
+    t: Target,
+    removal: _Removal,
+    access: Counter[str],
+    pending: Sequence[Turn],
+    removed: set[str],
+) -> Forgotten:
+    edits = [e for e in removal.edits if t.id in e.removed]
+    sources = source_turns([t])
+    return Forgotten(
+        id=t.id,
+        path=t.path,
+        lineage_of=t.lineage_of,
+        file_removed=t.path in removed,
+        index_row=t.id in removal.rows,
+        hash_entry=t.id in removal.hashed,
+        graph_edges=removal.edges.get(t.id, 0),
+        graph_node=t.id in removal.nodes,
+        boxes_rewritten=tuple(e.box_id for e in edits if not e.deleted),
+        boxes_removed=tuple(e.box_id for e in edits if e.deleted),
+        open_box=removal.open_hits.get(t.id),
+        access_records=access.get(t.id, 0),
+        pending_turns=sum((turn.session, turn.id) in sources for turn in pending),
+    )
+
+
+def _unindex(
+    cfg: Config,
+    layout: MemoryLayout,
+    targets: Sequence[Target],
+    emb: Embedder,
+    rewritten: Sequence[tuple[Path, Fact]],
+) -> _Removal:
+    """Step 4: the index, the hashes, the graph and the boxes, all by id (and path)."""
+    from .boxindex import sync_boxes
+    from .indexer import Indexer
+    from .store import MemoryStore
+
+    gone = {t.id for t in targets}
+    paths = {t.path for t in targets}
+    store = MemoryStore.open(layout)
+    hashed = {t.id for t in targets if t.path in {rel for _, rel in store.hashes.items()}}
+    indexer = Indexer.open(cfg, layout, store, emb, reconcile=False)
+    try:
+        for path, fact in rewritten:
+            indexer.upsert_fact(path, fact, new=False)  # their rows follow the new mtimes
+        rows = set(indexer.index.get(sorted(gone)))
+        # Drops the rows; a hash entry moves to another file with the same statement, if any,
+        # as at any deletion. Entries are matched by path: a resumed target has no statement.
+        indexer.remove(sorted(gone))
+        for digest, rel in store.hashes.items():
+            if rel in paths:
+                store.hashes.remove(digest)
+        edges, nodes = _drop_from_graph(cfg, layout, gone)
+        # The boxes' searchable text quotes their members: its cached vector goes first.
+        scrub_embedding_cache(layout.embedding_cache_dir, emb, quoting_box_texts(layout, gone))
+        edits = drop_from_boxes(layout, gone)
+        update_traces(cfg, layout, edits)
+        open_hits = drop_from_open_boxes(layout, gone)
+        sync_boxes(indexer.index, layout)
+        # The published centroid (the offline extractor's novelty reference) is a sum of
+        # every stored vector: publish it again without the forgotten ones.
+        indexer.batch_done()
+        indexer.index.purge_history()
+    finally:
+        indexer.close()
+    return _Removal(rows, hashed, edges, nodes, edits, open_hits)
+
+
+def _drop_from_graph(
+    cfg: Config, layout: MemoryLayout, gone: set[str]
+) -> tuple[dict[str, int], set[str]]:
+    """Remove the facts' nodes and edges; returns edges per id and the ids that had a node."""
+    from .graph import GraphStore
+
+    if not layout.graphs_dir.is_dir():
+        return {}, set()
+    graph = GraphStore(layout.graphs_dir, cfg.graph)
+    edges = {fact_id: len(graph.edges_of(fact_id)) for fact_id in gone}
+    nodes = {fact_id for fact_id in gone if graph.has_node(fact_id)}
+    graph.remove_nodes(gone)
+    return edges, nodes
+
+
+def _remove_files(layout: MemoryLayout, targets: Sequence[Target]) -> set[str]:
+    """Step 6: the fact files, the asked-for ones before their lineage (see :func:`_lineage`).
+    Returns the paths removed."""
+    removed: set[str] = set()
+    for t in targets:
+        path = layout.memory_dir / t.path
+        if t.fact is not None and path.exists():
+            layout.inside(path).unlink()
+            removed.add(t.path)
+            crashpoint(CRASH_POINT)
+    return removed
+
+
+def _record(layout: MemoryLayout, targets: Sequence[Target], *, reason: str, by: str) -> None:
+    from .telemetry import ActionLog
+
+    actions = ActionLog(layout.actions_path)
+    for t in targets:
+        actions.record(
+            "forget",
+            "applied",
+            reason or "forgotten_on_request",
+            memory_id=t.id,
+            path=t.path,
+            by=by,
+            lineageOf=t.lineage_of,
+        )
 
 
 def _access_per_id(layout: MemoryLayout, gone: set[str]) -> Counter[str]:
@@ -791,11 +1191,12 @@ def _write_tombstones(
         record: dict[str, Any] = {
             "at": format_time(at),
             "id": t.id,
-            "contentHash": t.content_hash,
             "path": t.path,
             "reason": reason,
             "by": by,
         }
+        if t.lineage_of is not None:
+            record["lineageOf"] = t.lineage_of
         if t.fact is not None:
             record["category"] = t.fact.category.value
             record["created"] = format_time(t.fact.created)

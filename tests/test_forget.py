@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,21 +25,35 @@ from engram_md.doctor import examine
 from engram_md.embeddings import CachedEmbedder, LocalMiniLM
 from engram_md.entities import plan_entities
 from engram_md.errors import LockError
+from engram_md.factfile import read_fact, write_fact
+from engram_md.folder_index import render_topics
 from engram_md.forget import forget, plan_forget
 from engram_md.graph import GraphStore
 from engram_md.hashing import content_hash
-from engram_md.index import MemoryIndex
+from engram_md.index import TABLE_NAME, MemoryIndex, connect
 from engram_md.indexer import Indexer
+from engram_md.journal import Journal
 from engram_md.lock import WriterLock
-from engram_md.models import Category, ConfidenceTier, Fact, MemoryKind, Source
+from engram_md.models import (
+    Category,
+    ConfidenceTier,
+    Fact,
+    MemoryKind,
+    Role,
+    Source,
+    Status,
+    StatusChange,
+    Turn,
+)
 from engram_md.paths import MemoryLayout
 from engram_md.pipeline import fact_id
 from engram_md.plan import Context, FileWrite
+from engram_md.statefile import save_json
 from engram_md.store import MemoryStore
 from engram_md.structure import Structure
 from engram_md.telemetry import ActionLog
 
-from .conftest import Cli, HashEmbedder, sample
+from .conftest import REPO, Cli, HashEmbedder, clean_env, sample
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -140,12 +158,25 @@ def folder(tmp_path: Path) -> Folder:
 
 
 def _everything(layout: MemoryLayout) -> dict[str, bytes]:
+    """Every byte under memory/ and state/, the search index's data files included."""
     out = {}
     for root in (layout.memory_dir, layout.state_dir):
         for path in sorted(root.rglob("*")):
-            if path.is_file() and "index" not in path.relative_to(root).parts:
+            if path.is_file():
                 out[str(path)] = path.read_bytes()
     return out
+
+
+def _holding(layout: MemoryLayout, *needles: str) -> list[str]:
+    """The files under memory/ and state/ whose bytes hold any of ``needles`` (any case)."""
+    wanted = [n.lower().encode() for n in needles]
+    return [
+        path for path, data in _everything(layout).items() if any(n in data.lower() for n in wanted)
+    ]
+
+
+def _table_versions(layout: MemoryLayout) -> int:
+    return len(connect(layout.index_dir).open_table(TABLE_NAME).list_versions())
 
 
 def _box_of(folder: Folder, fact: Fact) -> Path:
@@ -204,13 +235,109 @@ def test_forget_removes_a_boxed_linked_indexed_fact_everywhere(folder: Folder) -
     [stone] = [
         json.loads(x) for x in (layout.state_dir / "forgotten.jsonl").read_text().splitlines()
     ]
-    assert stone["id"] == target.id and stone["contentHash"] == target.content_hash
+    assert stone["id"] == target.id and "contentHash" not in stone
     assert stone["reason"] == "asked by Dana" and stone["by"] == "tester"
     assert stone["path"] == layout.relative(folder.paths[target.id])
     raw = (layout.state_dir / "forgotten.jsonl").read_text()
     assert "MySQL" not in raw and "prefers" not in raw
     # Everything agrees afterwards.
     assert examine(folder.cfg, embedder=folder.embedder()).ok
+
+
+def test_no_byte_of_a_forgotten_statement_is_left_on_disk(folder: Folder) -> None:
+    """Not in the index's data files or older table versions either (a delete only marks a
+    row deleted; compaction leaves a file with few deletions alone)."""
+    layout = folder.layout
+    target = folder.fact(STATEMENTS[1][3])
+    index = MemoryIndex.open(layout.index_dir, folder.embedder())
+    index.optimize()  # the row is in the full-text index and a compacted file too
+    index.upsert([next(iter(index.get([folder.fact(STATEMENTS[0][3]).id]).values()))])
+    before = _holding(layout, target.content, "MySQL")
+    assert any("/index/" in p for p in before) and _table_versions(layout) > 1
+
+    forget(folder.cfg, [target.id], embedder=folder.embedder())
+
+    assert _holding(layout, target.content, "MySQL") == []
+    assert _table_versions(layout) == 1  # no older version to check out
+    index = MemoryIndex.open(layout.index_dir, folder.embedder())
+    assert index.text_search("MySQL", 5) == []
+    assert len(index.text_search("PostgreSQL billing", 5)) == 3  # both indices still work
+    assert examine(folder.cfg, embedder=folder.embedder()).ok
+
+
+def test_derived_state_stops_naming_or_quoting_a_forgotten_fact(folder: Folder) -> None:
+    layout = folder.layout
+    target = folder.fact(STATEMENTS[1][3])  # "Dana prefers PostgreSQL over MySQL for billing work."
+    other = folder.fact(STATEMENTS[0][3])
+    quote = "Dana prefers PostgreSQL over MySQL for billing"
+    # A judge's reason in another fact's history, in the telemetry and in a report; a discard
+    # preview from the target's source turn; topics and consolidation state naming its id.
+    history = StatusChange(T0, Status.ACTIVE, Status.ACTIVE, f"same as '{quote}', kept")
+    write_fact(folder.paths[other.id], other.with_changes(status_history=(history,)))
+    Indexer.open(folder.cfg, layout, MemoryStore.open(layout), folder.embedder()).close()
+    actions = ActionLog(layout.actions_path)
+    actions.record("update_note", "applied", f"{quote} (duplicate)", memory_id=other.id)
+    for turn, preview in (("s1-t2", "prefers postgres over my sql"), ("s2-t10", "Alps hiking")):
+        session = turn.split("-")[0]
+        actions.record("discard", "applied", "bad", turns=[turn], session=session, preview=preview)
+    lines_before = layout.actions_path.read_text().splitlines()
+    layout.topics_path.write_text(render_topics(folder.facts.values()))
+    seen = {f.id: f.content_hash for f in folder.facts.values()}
+    save_json(layout.consolidation_state_path, {"epoch": 3, "pending": [target.id], "seen": seen})
+    layout.reports_dir.mkdir(parents=True)
+    name = "20260303T100000Z.md"
+    report_path = layout.reports_dir / name
+    report_path.write_text(f"- **merge** `{folder.paths[other.id].name}` — {quote.upper()} again\n")
+    assert len(_holding(layout, quote)) >= 5
+
+    report = forget(folder.cfg, [target.id], embedder=folder.embedder())
+
+    assert _holding(layout, target.content, quote, "MySQL", "my sql") == []
+    assert report.scrubbed == tuple(
+        sorted(["memory-actions.jsonl", "consolidation.json", "topics.json", "reports/" + name])
+    )
+    assert report.derived == (layout.relative(folder.paths[other.id]),)
+    # The telemetry keeps every record and every field but the quote and the preview.
+    lines = layout.actions_path.read_text().splitlines()
+    assert len(lines) == len(lines_before) + 1 and json.loads(lines[-1])["action"] == "forget"
+    events = [json.loads(x) for x in lines]
+    [judged] = [e for e in events if e["action"] == "update_note"]
+    assert judged["reason"] == "[forgotten] (duplicate)" and judged["memoryId"] == other.id
+    discards = [e for e in events if e["action"] == "discard"]
+    assert [d.get("preview") for d in discards[-2:]] == [None, "Alps hiking"]
+    assert discards[-2]["turns"] == ["s1-t2"]
+    untouched = [x for x in lines_before if other.id not in x and "s1-t2" not in x]
+    assert all(x in lines for x in untouched)
+    # The other fact's history, the report, the topic index, the consolidation state.
+    [kept] = read_fact(folder.paths[other.id]).status_history
+    assert kept.reason == "same as '[forgotten]', kept"
+    assert (
+        report_path.read_text()
+        == f"- **merge** `{folder.paths[other.id].name}` — [forgotten] again\n"
+    )
+    topics = json.loads(layout.topics_path.read_text())
+    assert topics["facts"] == len(STATEMENTS) - 1
+    assert all(target.id not in t["facts"] for t in topics["topics"].values())
+    state = json.loads(layout.consolidation_state_path.read_text())
+    assert state["pending"] == [] and target.id not in state["seen"] and other.id in state["seen"]
+    assert state["epoch"] == 3
+    assert examine(folder.cfg, embedder=folder.embedder()).ok
+
+
+def test_quotes_are_runs_of_five_words_of_a_statement() -> None:
+    quotes = forget_mod.Quotes(["Dana prefers PostgreSQL over MySQL for billing work."])
+    assert quotes.scrub("dana PREFERS postgresql, over mysql!") == "[forgotten]!"
+    assert (
+        quotes.scrub("x: prefers PostgreSQL over MySQL for billing work. y") == "x: [forgotten]. y"
+    )
+    assert (
+        quotes.scrub("Dana prefers PostgreSQL over Oracle") == "Dana prefers PostgreSQL over Oracle"
+    )
+    assert (
+        forget_mod.Quotes(["Dana smokes."]).scrub("so Dana smokes, sadly")
+        == "so [forgotten], sadly"
+    )
+    assert not forget_mod.Quotes([])
 
 
 def test_forget_takes_a_fact_out_of_the_open_box(folder: Folder) -> None:
@@ -280,7 +407,7 @@ def test_a_dry_run_says_what_would_go_and_changes_nothing(folder: Folder) -> Non
     assert _everything(layout) == before
 
 
-def test_an_interrupted_forget_is_finished_from_its_tombstone(
+def test_a_failed_forget_keeps_the_file_until_the_rest_is_done(
     folder: Folder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     target = folder.fact(STATEMENTS[2][3])
@@ -292,15 +419,193 @@ def test_an_interrupted_forget_is_finished_from_its_tombstone(
     with pytest.raises(Exception, match="run it again"):
         forget(folder.cfg, [target.id], embedder=folder.embedder())
     monkeypatch.undo()
-    # The file went, the box still lists it: doctor would see a missing member.
-    assert not folder.paths[target.id].exists()
+    # The file is removed last: what a re-run needs its statement for can still be done.
+    assert folder.paths[target.id].exists()
     assert target.id in _box_of(folder, target).read_text()
-    assert not examine(folder.cfg, embedder=folder.embedder()).ok
     assert forget_mod.is_known_id(folder.cfg, target.id)
 
     report = forget(folder.cfg, [target.id], embedder=folder.embedder())
     assert report.forgotten[0].boxes_rewritten == (target.box_id,)
     assert target.id not in _box_of(folder, target).read_text()
+    assert _holding(folder.layout, target.content) == []
+    assert examine(folder.cfg, embedder=folder.embedder()).ok
+
+
+# ---------------------------------------------------------------- lineage
+
+
+@dataclass
+class Lineage:
+    """X (active) merged A, which had merged C, and superseded B; X also names the active Y
+    (a hand edit) as superseded, which must not make Y lineage."""
+
+    folder: Folder
+    x: Fact
+    a: Fact
+    b: Fact
+    c: Fact
+    y: Fact
+
+    @property
+    def retired(self) -> list[Fact]:
+        return [self.a, self.b, self.c]
+
+
+def build_lineage(root: Path) -> Lineage:
+    folder = build_folder(root)
+    x, a, c, y, _, b = (folder.fact(s[3]) for s in STATEMENTS)
+    edits = {
+        x: x.with_changes(merged_from=(a.id,), supersedes=(b.id, y.id)),
+        a: a.with_changes(status=Status.MERGED, superseded_by=x.id, merged_from=(c.id,)),
+        c: c.with_changes(status=Status.MERGED, superseded_by=a.id),
+        b: b.with_changes(status=Status.SUPERSEDED, superseded_by=x.id),
+    }
+    for before, after in edits.items():
+        write_fact(folder.paths[before.id], after)
+    Indexer.open(
+        folder.cfg, folder.layout, MemoryStore.open(folder.layout), folder.embedder()
+    ).close()
+    return Lineage(folder, edits[x], edits[a], edits[b], edits[c], y)
+
+
+def test_forgetting_a_fact_forgets_its_retired_lineage_and_no_active_fact(tmp_path: Path) -> None:
+    chain = build_lineage(tmp_path)
+    folder, x = chain.folder, chain.x
+    assert examine(folder.cfg, embedder=folder.embedder()).ok
+    expected = [(x.id, None), *((f.id, x.id) for f in (chain.a, chain.b, chain.c))]
+    plan = plan_forget(folder.cfg, [x.id])
+    assert [(f.id, f.lineage_of) for f in plan.forgotten] == expected
+    # A retired fact asked for by itself takes its own lineage only, and the dry run says
+    # which active fact still carries it.
+    alone = plan_forget(folder.cfg, [chain.a.id])
+    assert [f.id for f in alone.forgotten] == [chain.a.id, chain.c.id]
+    assert len(alone.notes) == 1 and x.id in alone.notes[0]
+
+    report = forget(folder.cfg, [x.id], embedder=folder.embedder())
+
+    assert [(f.id, f.lineage_of) for f in report.forgotten] == expected
+    assert all(f.file_removed for f in report.forgotten)
+    assert _holding(folder.layout, *(f.content for f in [x, *chain.retired])) == []
+    assert folder.paths[chain.y.id].exists()
+    stones = [json.loads(line) for line in (folder.layout.state_dir / "forgotten.jsonl").open()]
+    assert [(s["id"], s.get("lineageOf")) for s in stones] == expected
+    assert examine(folder.cfg, embedder=folder.embedder()).ok
+
+
+# ---------------------------------------------------------------- journal, crashes
+
+
+def test_a_forgotten_fact_s_pending_source_turn_is_not_replayed(folder: Folder) -> None:
+    layout = folder.layout
+    target = folder.fact(STATEMENTS[1][3])  # from turn s1-t2
+    at = T0 + timedelta(minutes=2)
+    said = Turn("s1-t2", "s1", Role.USER, "I prefer PostgreSQL over MySQL for billing.", at)
+    later = Turn("s1-t9", "s1", Role.USER, "Next: the roadmap.", at)
+    other = Turn("s9-t2", "s9", Role.USER, "Same turn id, another session.", at)
+    journal = Journal(layout.journal_path)
+    journal.open()
+    for turn in (said, later, other):
+        journal.append(turn)  # written, but the batch crashed before it was marked done
+    journal.close()
+
+    report = forget(folder.cfg, [target.id], embedder=folder.embedder())
+
+    assert report.forgotten[0].pending_turns == 1
+    journal = Journal(layout.journal_path)
+    assert [t.id for t in journal.open()] == ["s1-t9", "s9-t2"]
+    assert journal.seen(said)  # the same input fed again is not extracted again either
+    journal.close()
+    assert _holding(layout, target.content, "MySQL") == []
+
+
+class _Killed(BaseException):
+    """Stands in for kill -9 at a crash point: nothing catches it."""
+
+
+def _crash_at(monkeypatch: pytest.MonkeyPatch, n: int) -> list[str]:
+    """Make forget's ``n``-th crash point kill it (0: never); returns the points reached."""
+    reached: list[str] = []
+
+    def point(name: str) -> None:
+        reached.append(name)
+        if len(reached) == n:
+            raise _Killed(name)
+
+    monkeypatch.setattr(forget_mod, "crashpoint", point)
+    return reached
+
+
+def _quote_elsewhere(folder: Folder, facts: Sequence[Fact], by: Fact) -> None:
+    """State that holds the statements where only their text can find them: their source
+    turns pending in the journal, a judge's reason about ``by`` quoting them."""
+    journal = Journal(folder.layout.journal_path)
+    journal.open()
+    actions = ActionLog(folder.layout.actions_path)
+    for fact in facts:
+        journal.append(Turn(fact.source_turn_ids[0], fact.session, Role.USER, fact.content, T0))
+        actions.record("update_note", "applied", f"like: {fact.content}", memory_id=by.id)
+    journal.close()
+
+
+def _cached(folder: Folder, facts: Sequence[Fact]) -> list[str]:
+    keys = set(np.fromfile(next(folder.layout.embedding_cache_dir.glob("*.keys")), "<u8"))
+    return [f.id for f in facts if folder.embedder().key(f.content) in keys]
+
+
+def test_a_forget_killed_at_any_step_is_finished_by_running_it_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probe = build_lineage(tmp_path / "probe")
+    reached = _crash_at(monkeypatch, 0)
+    forget(probe.folder.cfg, [probe.x.id], embedder=probe.folder.embedder())
+    assert set(reached) == {forget_mod.CRASH_POINT} and len(reached) >= 8
+    for n in range(1, len(reached) + 1):
+        chain = build_lineage(tmp_path / f"killed-at-{n}")
+        folder, gone = chain.folder, [chain.x, *chain.retired]
+        _quote_elsewhere(folder, gone, chain.y)
+        assert _cached(folder, gone) == [f.id for f in gone]
+        _crash_at(monkeypatch, n)
+        with pytest.raises(_Killed):
+            forget(folder.cfg, [chain.x.id], embedder=folder.embedder())
+        monkeypatch.undo()
+        assert forget_mod.is_known_id(folder.cfg, chain.x.id), n
+
+        report = forget(folder.cfg, [chain.x.id], embedder=folder.embedder())
+
+        assert {f.id for f in report.forgotten} == {f.id for f in gone}, n
+        assert _holding(folder.layout, *(f.content for f in gone)) == [], n
+        assert _cached(folder, gone) == [], n
+        assert folder.paths[chain.y.id].exists(), n
+        assert examine(folder.cfg, embedder=folder.embedder()).ok, n
+
+
+def test_the_crash_loop_can_kill_forget_between_steps(folder: Folder) -> None:
+    """The real crash point: ENGRAM_CRASH_AT=forget.step:2 kills a forget in another process
+    with SIGKILL; a forget run afterwards finishes the job."""
+    target = folder.fact(STATEMENTS[1][3])
+    script = (
+        "import sys; from pathlib import Path\n"
+        "from engram_md.embeddings import CachedEmbedder\n"
+        "from engram_md.forget import forget\n"
+        "from tests.conftest import HashEmbedder\n"
+        "from tests.test_forget import make_cfg\n"
+        "cfg = make_cfg(Path(sys.argv[1]))\n"
+        "forget(cfg, [sys.argv[2]], embedder=CachedEmbedder(HashEmbedder(), "
+        "cfg.state_dir / 'embeddings'))\n"
+    )
+    root = folder.cfg.memory_dir.parent
+    killed = subprocess.run(
+        [sys.executable, "-c", script, str(root), target.id],
+        cwd=REPO,
+        env=clean_env(ENGRAM_CRASH_AT=f"{forget_mod.CRASH_POINT}:2"),
+        capture_output=True,
+        timeout=120,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
+    assert forget_mod.is_known_id(folder.cfg, target.id)
+
+    forget(folder.cfg, [target.id], embedder=folder.embedder())
+    assert _holding(folder.layout, target.content, "MySQL") == []
     assert examine(folder.cfg, embedder=folder.embedder()).ok
 
 
