@@ -24,7 +24,7 @@ from .index import MemoryIndex
 from .indexer import Indexer
 from .journal import Journal
 from .llm_extractor import LLMExtractor, Usage
-from .lock import WriterLock
+from .lock import START_WAIT_SECONDS, WriterLock
 from .offline_extractor import OfflineExtractor
 from .paths import MemoryLayout
 from .pipeline import Pipeline
@@ -78,11 +78,14 @@ def open_engine(
     extractor: Extractor | None = None,
     embedder: Embedder | None = None,
     with_index: bool = True,
+    lock_wait: float = START_WAIT_SECONDS,
 ) -> Engine:
     layout = layout_for(cfg)
     layout.ensure()
     lock = WriterLock(layout.lock_path, memory_dir=layout.memory_dir)
-    lock.acquire()
+    # Waits out a recall that holds the lock for a moment (see RecallSession); a running
+    # daemon holds it for good and is still refused, only a little later.
+    lock.acquire(wait_seconds=lock_wait)
     try:
         # A kill -9 between a temp write and its rename leaves the temp file: ours to clear.
         swept = sweep_temp_files(layout.memory_dir) + sweep_temp_files(layout.state_dir)
@@ -153,7 +156,10 @@ class RecallSession:
 
     When no writer holds the folder, the session takes the lock for a moment and reconciles
     the index with the folder first, so a hand edit made since the last run is respected.
-    When a writer (the daemon) holds it, the daemon keeps the index true; we only read.
+    When a writer (the daemon) holds it, the daemon keeps the index true; we only read, and
+    an index built for another embedding model is refused rather than rebuilt (that would wipe
+    the table the writer fills). The lock is only tried, never waited for: a reader does not
+    queue behind writers, and writers starting meanwhile wait the moment out.
     """
 
     def __init__(self, cfg: Config) -> None:
@@ -163,11 +169,13 @@ class RecallSession:
         self.layout = layout_for(cfg)
         self.layout.ensure()
         self.embedder = open_embedder(cfg, self.layout)
-        lock = WriterLock(self.layout.lock_path, memory_dir=self.layout.memory_dir)
+        # Only the state lock: the session writes nothing but this state's index, and a daemon
+        # on the same memory folder with another state directory does not keep this index true.
+        lock = WriterLock(self.layout.lock_path)
         try:
             lock.acquire()
         except LockError:
-            self.index = MemoryIndex.open(self.layout.index_dir, self.embedder)
+            self.index = MemoryIndex.open(self.layout.index_dir, self.embedder, may_rebuild=False)
         else:
             try:
                 store = MemoryStore.open(self.layout)

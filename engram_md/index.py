@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -374,12 +375,16 @@ class MemoryIndex:
     # ------------------------------------------------------------------ opening
 
     @classmethod
-    def open(cls, path: Path, embedder: Embedder) -> MemoryIndex:
+    def open(cls, path: Path, embedder: Embedder, *, may_rebuild: bool = True) -> MemoryIndex:
         """Open the index at ``path``, creating it if missing.
 
         If the stored table was built for another embedder (model id or width) or another row
         layout, it is dropped and recreated empty; ``needs_rebuild`` is then True (also for a
         brand-new index) and the caller should reindex the memory folder.
+
+        Only the holder of the writer lock may do that. A reader (``may_rebuild=False``: a
+        recall or search beside the daemon) must not wipe the table the writer fills, nor race
+        it creating one, so it gets :class:`IndexError_` instead and nothing is changed.
         """
         dim = embedder.dim
         model_id = embedder.model_id
@@ -390,8 +395,19 @@ class MemoryIndex:
             if TABLE_NAME in db.list_tables().tables:
                 table = db.open_table(TABLE_NAME)
                 reason = _mismatch(table.schema, model_id, dim)
+                if reason is not None and not may_rebuild:
+                    raise IndexError_(
+                        f"the search index at {path} was built with another embedding model "
+                        f"or layout ({reason}); only the writer may rebuild it: use the "
+                        "daemon's configuration, or stop the daemon and run `engram-md reindex`"
+                    )
                 if reason is not None:
                     db.drop_table(TABLE_NAME)
+            elif not may_rebuild:
+                raise IndexError_(
+                    f"there is no search index at {path} yet: the process writing to the "
+                    "memory folder creates it; try again in a moment"
+                )
             else:
                 reason = "new index"
             if reason is not None:
@@ -670,10 +686,33 @@ class MemoryIndex:
         with self._lock:
             self._optimize_locked()
 
-    def _optimize_locked(self) -> None:
+    def purge_history(self) -> None:
+        """Leave nothing of deleted rows on disk (``forget``): rewrite every live row, rebuild
+        both indices over them, and remove every older version and stray file.
+
+        A delete only marks rows as deleted: their data files (compaction rewrites a file only
+        once a tenth of its rows are gone), the older versions and the full-text index keep
+        them. Each step commits a table that still has both indices, so a kill part-way leaves
+        a working index. Only for a holder of the writer lock: other processes' readers on an
+        older version fail, and a write in flight elsewhere would be corrupted.
+        """
+        with self._lock, _mapped("purge"):
+            self._table.checkout_latest()
+            self._table.update(values_sql={"id": "id"})  # every row moves to new files
+            self._table.create_index("content", config=_fts_config(), name=_FTS_INDEX)
+            self._table.create_index("id", config=BTree(), name=_ID_INDEX)
+            with warnings.catch_warnings():
+                # LanceDB warns that a zero retention breaks other processes' readers.
+                warnings.simplefilter("ignore", UserWarning)
+                self._optimize_locked(keep=timedelta(0), unverified=True)
+            self._resident = None  # same rows at new positions: reload
+
+    def _optimize_locked(
+        self, keep: timedelta = _KEEP_OLD_VERSIONS, *, unverified: bool = False
+    ) -> None:
         with _mapped("optimize"):
             before = self._table.version
-            self._table.optimize(cleanup_older_than=_KEEP_OLD_VERSIONS)
+            self._table.optimize(cleanup_older_than=keep, delete_unverified=unverified)
             self._writes_since_optimize = 0
             # Compaction rewrites files, not rows: the resident copy stays true.
             resident = self._resident

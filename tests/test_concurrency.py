@@ -2,7 +2,8 @@
 
 The daemon holds the writer lock for its whole life. Recall (through the daemon, or in-process
 reading the index the daemon writes) must keep answering with valid JSON while memories are
-written. Every other writer — a second daemon, `consolidate`, `forget`, `doctor --repair` —
+written and consolidated, and never rebuilds the daemon's index. Every other writer — a second
+daemon (even one with its own state directory), `consolidate`, `forget`, `doctor --repair` —
 is refused with a message that says why; `doctor` without --repair only reads and works.
 """
 
@@ -14,13 +15,21 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+import engram_md.app
+from engram_md.app import RecallSession
 from engram_md.cli import app
+from engram_md.config import Config
+from engram_md.errors import IndexError_
+from engram_md.index import TABLE_NAME, MemoryIndex, connect
+from engram_md.lock import START_WAIT_SECONDS, WriterLock
 
-from .conftest import Cli, sample
+from .conftest import Cli, HashEmbedder, sample
+from .rows import index_row
 from .synthetic import conversation
 
 
@@ -78,12 +87,60 @@ def _args(cli: Cli) -> list[str]:
     return ["--memory-dir", str(cli.memory), "--state-dir", str(cli.state)]
 
 
+def _flat(text: str) -> str:
+    """Without whitespace: the CLI wraps its messages at the terminal width."""
+    return "".join(text.split())
+
+
 def test_a_second_daemon_is_refused(daemon: tuple[Cli, subprocess.Popen[bytes]]) -> None:
-    cli, _ = daemon
+    cli, proc = daemon
+    started = time.monotonic()
     second = cli("run", input=b"", timeout=120)
     message = second.stderr.decode()
     assert second.returncode == 3, message
     assert "already writing" in message and "Traceback" not in message
+    assert f"pid {proc.pid}" in message
+    # It waited (a recall may hold the lock for a moment), but a daemon does not let go.
+    assert time.monotonic() - started >= START_WAIT_SECONDS
+
+
+def test_a_second_daemon_with_its_own_state_dir_is_refused(
+    daemon: tuple[Cli, subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    cli, proc = daemon
+    second = Cli(tmp_path)  # run from another directory, with another state directory
+    second.memory = cli.memory
+    done = second("run", input=b"", timeout=120)
+    message = done.stderr.decode()
+    assert done.returncode == 3, message
+    assert "already writing" in message and "Traceback" not in message
+    assert f"pid {proc.pid}" in message and _flat(str(cli.memory)) in _flat(message)
+    assert not (second.state / "index").exists()  # refused before it opened anything
+    assert proc.poll() is None
+
+
+def test_recall_with_its_own_state_dir_beside_the_daemon_keeps_its_own_index(
+    daemon: tuple[Cli, subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    cli, _ = daemon
+    reader = Cli(tmp_path)
+    reader.memory = cli.memory
+    answer = reader("recall", "uv instead of pip", "--json", "--no-daemon", "--dry", timeout=120)
+    assert answer.returncode == 0, answer.stderr.decode()
+    memories = json.loads(answer.stdout)["memories"]
+    assert any("uv" in m["content"] for m in memories)  # reconciled from the folder
+
+
+def test_a_daemon_waits_out_a_recall_holding_the_lock_for_a_moment(cli: Cli) -> None:
+    brief = WriterLock(cli.state / "lock", memory_dir=cli.memory)
+    brief.acquire()  # what RecallSession does while it reconciles the index
+    timer = threading.Timer(1.0, brief.release)
+    timer.start()
+    try:
+        done = cli("run", input=b"", timeout=120)
+    finally:
+        timer.join()
+    assert done.returncode == 0, done.stderr.decode()
 
 
 def test_writers_are_refused_and_doctor_reads_while_the_daemon_runs(
@@ -191,3 +248,114 @@ def test_a_recall_started_while_writing_sees_the_folder_state(
     assert any("uv" in m["content"] for m in memories)
     paths = {m["path"] for m in memories if m["memoryKind"] != "box"}
     assert all((cli.memory / p).is_file() for p in paths)
+
+
+def test_a_reader_with_another_model_leaves_the_index_alone(tmp_path: Path) -> None:
+    path = tmp_path / "index"
+    writer = MemoryIndex.open(path, HashEmbedder("model-a", 16))
+    writer.upsert([index_row("a", "Dana uses uv instead of pip")])
+    for other in (HashEmbedder("model-b", 16), HashEmbedder("model-a", 32)):
+        with pytest.raises(IndexError_, match="another embedding model.*engram-md reindex"):
+            MemoryIndex.open(path, other, may_rebuild=False)
+    same = MemoryIndex.open(path, HashEmbedder("model-a", 16), may_rebuild=False)
+    assert not same.needs_rebuild and same.count() == 1
+    again = MemoryIndex.open(path, HashEmbedder("model-a", 16))
+    assert not again.needs_rebuild and again.count() == 1
+
+    # Nor does a reader create a missing table: the writer may be creating it right now.
+    empty = tmp_path / "empty"
+    with pytest.raises(IndexError_, match="no search index"):
+        MemoryIndex.open(empty, HashEmbedder("model-a", 16), may_rebuild=False)
+    assert TABLE_NAME not in connect(empty).list_tables().tables
+
+
+def test_recall_beside_a_writer_refuses_an_index_built_for_another_model(
+    cfg: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    layout = engram_md.app.layout_for(cfg)
+    built = MemoryIndex.open(layout.index_dir, HashEmbedder("model-a", 16))
+    built.upsert([index_row("a", "Dana uses uv instead of pip")])
+    # This shell's configuration names another model than the daemon's.
+    monkeypatch.setattr(engram_md.app, "open_embedder", lambda *_: HashEmbedder("model-b", 16))
+    with WriterLock(layout.lock_path, memory_dir=layout.memory_dir):  # the daemon
+        with pytest.raises(IndexError_, match="another embedding model"):
+            RecallSession(cfg)
+    kept = MemoryIndex.open(layout.index_dir, HashEmbedder("model-a", 16), may_rebuild=False)
+    assert kept.count() == 1
+
+
+def test_recall_answers_while_the_daemon_consolidates(cli: Cli) -> None:
+    config = cli.root / "engram.yaml"
+    config.write_text("consolidate:\n  every_extractions: 2\n  min_interval_minutes: 0\n")
+    epoch_path = cli.state / "consolidation.json"
+
+    def epoch() -> int:
+        try:
+            return int(json.loads(epoch_path.read_text()).get("epoch", 0))
+        except (OSError, ValueError):
+            return 0
+
+    def present() -> set[str]:
+        return {p.relative_to(cli.memory).as_posix() for p in cli.memory.rglob("*.md")}
+
+    proc = cli.popen("--config", str(config), "run")
+    readers: list[subprocess.Popen[bytes]] = []
+    try:
+        assert _wait_for(lambda: (cli.state / "daemon.json").exists(), timeout=60)
+        readers = [
+            cli.popen("recall", "-", "--json"),
+            cli.popen("recall", "-", "--json", "--no-daemon"),
+        ]
+        turns = conversation(60, seed=5, session="consolidating-1")
+        done = threading.Event()
+
+        def feed() -> None:
+            try:
+                for i in range(0, len(turns), 5):  # one extraction per 5 turns (buffer.max_turns)
+                    _send(proc, turns[i : i + 5])
+                    time.sleep(0.25)
+            finally:
+                done.set()
+
+        seen = present()
+        queries = ["what tools does the team use", "where did they travel", "who moved"]
+        answers = 0
+        writer = threading.Thread(target=feed, daemon=True)
+        deadline = time.monotonic() + 60
+        n = 0
+        while not (done.is_set() and epoch() >= 2) and time.monotonic() < deadline:
+            if n == len(readers):
+                writer.start()  # both readers have their model loaded by now
+            reader = readers[n % len(readers)]
+            n += 1
+            _send(reader, [queries[n % len(queries)]])
+            answer = json.loads(_readline(reader, timeout=60))
+            seen |= present()
+            assert isinstance(answer["memories"], list) and "tokens" in answer
+            for memory in answer["memories"]:
+                path = memory["path"]
+                assert memory["id"] and isinstance(memory["content"], str)
+                # Gone only if consolidation archived it after we last looked.
+                assert path in seen or (cli.memory / "archive" / path).exists(), path
+            answers += 1
+        writer.join(timeout=60)
+        for reader in readers:
+            assert reader.stdin is not None
+            reader.stdin.close()
+            code = reader.wait(timeout=60)
+            stderr = reader.stderr.read().decode() if reader.stderr else ""
+            assert code == 0 and "Traceback" not in stderr, stderr
+    finally:
+        for reader in readers:
+            if reader.poll() is None:
+                reader.kill()
+                reader.wait()
+            _close(reader)
+        if proc.stdin is not None:
+            proc.stdin.close()
+        code = proc.wait(timeout=120)
+        stderr = proc.stderr.read().decode() if proc.stderr else ""
+        _close(proc)
+    assert code == 0 and "Traceback" not in stderr and "consolidation" not in stderr, stderr
+    assert answers >= 6
+    assert epoch() >= 2, "the daemon consolidated while recall was answering"

@@ -1,4 +1,5 @@
-"""One writer per memory folder: a clear refusal for a second, no stale lock after kill -9."""
+"""One writer per memory folder: a clear refusal for a second (whatever its state directory),
+a short wait for a brief holder, no stale lock after kill -9."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from engram_md.lock import WriterLock
 # A child process that tries the lock and reports the outcome on stdout.
 TRY_LOCK = """
 import sys
+import threading
 from pathlib import Path
 from engram_md.errors import LockError
 from engram_md.lock import WriterLock
@@ -122,3 +125,58 @@ def test_refusal_without_a_readable_pid_still_explains(tmp_path: Path) -> None:
     message = str(info.value)
     assert "pid" not in message
     assert "already writing" in message
+
+
+def test_a_writer_with_another_state_dir_is_refused_on_the_same_memory_folder(
+    tmp_path: Path,
+) -> None:
+    memory = tmp_path / "memory"
+    mine = tmp_path / "state-a" / "lock"
+    theirs = tmp_path / "state-b" / "lock"
+    with WriterLock(mine, memory_dir=memory):
+        out = run_child(TRY_LOCK, str(theirs), str(memory))
+        assert out.startswith("LOCKED:")
+        assert f"pid {os.getpid()}" in out  # found through the kernel's lock table
+        assert str(memory) in out and "already writing" in out
+        assert "state directory" in out
+        # The refused attempt let go of its own state lock again.
+        with WriterLock(theirs):
+            pass
+    assert list(memory.iterdir()) == []  # no lock file in the folder git tracks
+    # Released together with the state lock: the other one gets in now.
+    assert run_child(TRY_LOCK, str(theirs), str(memory)) == "ACQUIRED"
+
+
+def test_another_memory_folder_with_its_own_state_is_not_blocked(tmp_path: Path) -> None:
+    with WriterLock(tmp_path / "a" / "state" / "lock", memory_dir=tmp_path / "a" / "memory"):
+        other = WriterLock(tmp_path / "b" / "state" / "lock", memory_dir=tmp_path / "b" / "memory")
+        other.acquire()
+        other.release()
+
+
+def test_a_waiting_acquire_gets_the_lock_once_a_brief_holder_lets_go(tmp_path: Path) -> None:
+    path, memory = tmp_path / "state" / "lock", tmp_path / "memory"
+    brief = WriterLock(path, memory_dir=memory)
+    brief.acquire()  # as a recall does while it reconciles the index
+    timer = threading.Timer(0.3, brief.release)
+    started = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(LockError):
+            WriterLock(path, memory_dir=memory).acquire()  # no wait: refused at once
+        waiting = WriterLock(path, memory_dir=memory)
+        waiting.acquire(wait_seconds=5)
+    finally:
+        timer.join()
+    assert 0.25 <= time.monotonic() - started < 4
+    assert path.read_text().strip() == str(os.getpid())
+    waiting.release()
+
+
+def test_a_waiting_acquire_still_refuses_a_holder_that_stays(tmp_path: Path) -> None:
+    path, memory = tmp_path / "state" / "lock", tmp_path / "memory"
+    with WriterLock(path, memory_dir=memory):
+        started = time.monotonic()
+        with pytest.raises(LockError, match=f"pid {os.getpid()}"):
+            WriterLock(path, memory_dir=memory).acquire(wait_seconds=0.4)
+        assert time.monotonic() - started >= 0.4
