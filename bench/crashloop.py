@@ -3,45 +3,53 @@ that was never interrupted.
 
     python -m bench.crashloop [--trials 50] [--turns 100] [--seed 0] [--workdir DIR]
 
-One uninterrupted baseline run first (LLM mode, fake server without faults, so every run
-asks the same questions and gets the same answers), counting how often each crash point is
-reached. Then each trial, in a fresh folder:
+A run is what a user's machine does: `engram-md run` on the input (LLM mode, fake server
+without faults, so every run asks the same questions and gets the same answers; consolidating
+every few extractions, so the daemon's consolidation is crashed too), then `engram-md forget`
+of one fact. One uninterrupted run first, the baseline, counting how often each crash point
+is reached. Then each trial, in a fresh folder:
 
-1. runs `engram-md run` on the input and kills it with SIGKILL at a chosen point — the n-th
-   journal append, a torn journal line, just before or after an LLM call, between a temp
-   file's write and its rename, an index upsert (n drawn at random from the baseline's
-   count), or after a random delay;
+1. runs it and kills it with SIGKILL at a chosen point — the n-th journal append, a torn
+   journal line, just before or after an LLM call, between a temp file's write and its
+   rename, an index upsert, a change consolidation applies, a step of the forget (n drawn at
+   random from the baseline's count), or after a random delay;
 2. sometimes kills the restart too, at another random point (a crash during recovery);
-3. restarts with the same input and lets it finish;
+3. runs it again and lets it finish (the forget is simply asked for again: that finishes it);
 4. checks that folder, hash index, search index and graph agree
-   (:func:`bench.soak_data.consistency_problems`: ``engram_md.doctor`` when present, plus the
-   bench's own checks), that the fact files equal the baseline's by name and content, and
-   that every turn is accounted for with no duplicated memory (:func:`bench.soak_data.audit`).
+   (:func:`bench.soak_data.consistency_problems`: ``engram_md.doctor`` plus the bench's own
+   checks), that the fact files, box files, ``traces.json`` and the graph equal the
+   baseline's, and that every turn is accounted for with no duplicated memory
+   (:func:`bench.soak_data.audit`). What consolidation stamps from the wall clock and its
+   schedule (lifecycle fields, edge decay; :data:`STAMPED_KEYS`) is compared apart and
+   reported as drift, not as a failure.
 
-Named points come from :mod:`engram_md.crashpoints`. Until the library calls
-``crashpoint(...)`` at them itself, the daemon is started through this module
-(``python -m bench.crashloop --child ...``), which wraps the same functions with the same
-calls before handing over to the real CLI; a wrapper stands down for any function whose
-source already calls ``crashpoint``, so nothing is counted twice once the call sites exist.
-The torn journal line is emulated here only: it needs half a record written before dying.
+Named points are the library's own ``crashpoint(...)`` calls (:mod:`engram_md.crashpoints`);
+a point the baseline never reaches is reported (``unreached_points``) and fails the run, since
+its trials could kill nothing. The daemon starts through this module (``python -m
+bench.crashloop --child ...``) for the one point emulated here: the torn journal line, which
+needs half a record written before dying.
 """
 
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from engram_md.atomic import is_temp_file
+from engram_md.factfile import read_fact
 
 from .soak_data import (
     CountingFake,
@@ -54,8 +62,20 @@ from .soak_data import (
     llm_config_yaml,
 )
 
-NAMED_POINTS = ("journal.append", "llm.before", "llm.after", "file.rename", "index.upsert")
+# Reached while the daemon runs, and while the forget after it runs.
+DAEMON_POINTS = (
+    "journal.append",
+    "llm.before",
+    "llm.after",
+    "file.rename",
+    "index.upsert",
+    "consolidate.apply",
+)
+FORGET_POINTS = ("forget.step",)
+NAMED_POINTS = (*DAEMON_POINTS, *FORGET_POINTS)
 POINTS = (*NAMED_POINTS, "journal.torn", "random")
+# The default (50 extractions, 10 minutes apart) never consolidates in a 100-turn run.
+CONSOLIDATE = {"consolidate": {"every_extractions": 5, "min_interval_minutes": 0}}
 TORN_ENV = "ENGRAM_CRASH_TORN"  # bench-only: n-th journaled turn is written half, then SIGKILL
 RUN_TIMEOUT = 900.0
 REPO = Path(__file__).resolve().parents[1]
@@ -68,82 +88,7 @@ def _env(**extra: str) -> dict[str, str]:
     return clean_env(PYTHONPATH=path, **extra)
 
 
-# ---- the child: the real CLI with crash points wrapped around library functions -----------
-
-
-def _wired(func: Any) -> bool:
-    """True when the library already calls a crash point inside ``func``."""
-    try:
-        return "crashpoint(" in inspect.getsource(func)
-    except (OSError, TypeError):
-        return False
-
-
-def install_hooks() -> list[str]:
-    """Wrap the write-path functions with crash points; returns the points wrapped here."""
-    import functools
-
-    from engram_md import atomic, crashpoints, journal, llm_extractor
-    from engram_md.index import MemoryIndex
-
-    crash = crashpoints.crashpoint
-    wrapped: list[str] = []
-
-    if not _wired(journal.Journal._write):
-        write = journal.Journal._write
-
-        @functools.wraps(write)
-        def journal_write(self: Any, record: dict[str, Any], fsync: bool) -> None:
-            crash("journal.append")
-            write(self, record, fsync)
-
-        journal.Journal._write = journal_write  # type: ignore[method-assign]
-        wrapped.append("journal.append")
-
-    if not _wired(llm_extractor.LLMExtractor._call_with_retries):
-        call = llm_extractor.LLMExtractor._call
-
-        @functools.wraps(call)
-        def llm_call(self: Any, system: str, user: str) -> Any:
-            crash("llm.before")
-            answer = call(self, system, user)
-            crash("llm.after")
-            return answer
-
-        llm_extractor.LLMExtractor._call = llm_call  # type: ignore[method-assign]
-        wrapped += ["llm.before", "llm.after"]
-
-    if not _wired(atomic.atomic_write_bytes):
-
-        class _Os:
-            """``os`` for atomic.py only: a crash point between the temp write and rename."""
-
-            def __getattr__(self, name: str) -> Any:
-                return getattr(os, name)
-
-            @staticmethod
-            def replace(src: Any, dst: Any) -> None:
-                crash("file.rename")
-                os.replace(src, dst)
-
-        atomic.os = _Os()  # type: ignore[assignment]
-        wrapped.append("file.rename")
-
-    if not _wired(MemoryIndex.upsert):
-        upsert = MemoryIndex.upsert
-
-        @functools.wraps(upsert)
-        def index_upsert(self: Any, rows: Any) -> None:
-            crash("index.upsert")
-            upsert(self, rows)
-
-        MemoryIndex.upsert = index_upsert  # type: ignore[method-assign]
-        wrapped.append("index.upsert")
-
-    torn = os.environ.get(TORN_ENV)
-    if torn:
-        _install_torn(int(torn))
-    return wrapped
+# ---- the child: the real CLI, with the torn journal line emulated ----------------------------
 
 
 def _install_torn(n: int) -> None:
@@ -166,11 +111,122 @@ def _install_torn(n: int) -> None:
 
 
 def child_main(argv: list[str]) -> None:
-    install_hooks()
+    torn = os.environ.get(TORN_ENV)
+    if torn:
+        _install_torn(int(torn))
     from engram_md.cli import main
 
     sys.argv = ["engram-md", *argv]
     main()
+
+
+# ---- what a finished run must reproduce ------------------------------------------------------
+
+# What consolidation stamps from the wall clock (its `now`) and from its run schedule: the
+# lifecycle fields of fact files, the decay of graph edges. A restart shifts that schedule
+# (a run killed part-way is done again after the next extraction, over more facts; a kill
+# between a batch's "done" and its count loses one count), so these are reported as drift,
+# apart from the differences that fail a trial.
+STAMPED_KEYS = ("lifecycleState", "heatScore", "decayScore", "tier", "firstEpoch")
+DECAY_KEYS = ("confidence", "decayWindows")
+_STAMPED = re.compile(rf"^(?:{'|'.join(STAMPED_KEYS)}): .*\n", re.MULTILINE)
+PARTS = ("facts", "boxes", "traces", "graph")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a restart must reproduce byte for byte: fact files (without consolidation's
+    stamps), box files, ``traces.json``, and the graph as a reader sees it (``"<file>:<key>"``
+    -> the last line for that edge or node, without its decay); and, kept apart, the stamps
+    and decay (``consolidation``)."""
+
+    facts: dict[str, str]
+    boxes: dict[str, bytes]
+    traces: dict[str, bytes]
+    graph: dict[str, str]
+    consolidation: dict[str, str]
+
+    @classmethod
+    def of(cls, folder: Folder) -> Snapshot:
+        boxes_dir = folder.memory / "boxes"
+        boxes = sorted(boxes_dir.rglob("*.md")) if boxes_dir.is_dir() else []
+        traces = folder.state / "traces.json"
+        facts: dict[str, str] = {}
+        stamps: dict[str, str] = {}
+        for rel, data in folder.fact_files().items():
+            facts[rel], stamps[rel] = _unstamped(data.decode("utf-8", "replace"))
+        graph, decay = _graph_records(folder.state / "graphs")
+        return cls(
+            facts=facts,
+            boxes={
+                p.relative_to(folder.memory).as_posix(): p.read_bytes()
+                for p in boxes
+                if not is_temp_file(p)
+            },
+            traces={"traces.json": traces.read_bytes()} if traces.exists() else {},
+            graph=graph,
+            consolidation={**stamps, **decay},
+        )
+
+    def differences(self, expected: Snapshot) -> list[str]:
+        """What differs from ``expected``, each prefixed by its part (``facts: ...``)."""
+        out: list[str] = []
+        for part in PARTS:
+            got, want = getattr(self, part), getattr(expected, part)
+            out += [f"{part}: {d}" for d in _compare(got, want)]
+        return out
+
+    def drift(self, expected: Snapshot) -> list[str]:
+        """Where consolidation's stamps and decay differ from ``expected``'s."""
+        return _compare(self.consolidation, expected.consolidation)
+
+
+def _unstamped(text: str) -> tuple[str, str]:
+    """A fact file without consolidation's stamp lines, and those lines."""
+    cut = text.find("\n---\n") + 1  # the frontmatter, with its last line's newline
+    head = text[:cut]
+    return _STAMPED.sub("", head) + text[cut:], "".join(_STAMPED.findall(head))
+
+
+def _graph_records(folder: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """The graph's last line per edge and per node without decay, and the decay per edge.
+
+    Not the files themselves: when they are compacted (every so many lines, and on loading a
+    torn line) superseded lines go and the order changes, and a crash can move that moment
+    without changing what the graph says.
+    """
+    records: dict[str, str] = {}
+    decay: dict[str, str] = {}
+    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue  # a torn line: doctor reports it
+            key = f"{path.name}:{_graph_key(path.stem, data)}"
+            if path.stem != "nodes":
+                decay[f"graph {key}"] = json.dumps({k: data.pop(k, None) for k in DECAY_KEYS})
+            records[key] = json.dumps(data)
+    return records, decay
+
+
+def _graph_key(kind: str, data: dict[str, Any]) -> str:
+    if kind == "nodes":
+        return str(data.get("id"))
+    ends = [str(data.get("source")), str(data.get("target"))]
+    # Entity and time edges are one per pair, whichever way round (engram_md.graph.Edge.key).
+    return "->".join(ends if kind == "causal" else sorted(ends))
+
+
+def _compare(got: dict[str, Any], expected: dict[str, Any]) -> list[str]:
+    out = [f"missing {name}" for name in sorted(set(expected) - set(got))]
+    out += [f"extra {name}" for name in sorted(set(got) - set(expected))]
+    out += [
+        f"content differs: {name}"
+        for name in sorted(set(got) & set(expected))
+        if got[name] != expected[name]
+    ]
+    return out
 
 
 # ---- the loop --------------------------------------------------------------------------------
@@ -186,6 +242,7 @@ class Trial:
     pending: int = 0
     problems: list[str] = field(default_factory=list)
     differences: list[str] = field(default_factory=list)
+    drift: list[str] = field(default_factory=list)  # consolidation's stamps (see STAMPED_KEYS)
     seconds: float = 0.0
     exit_status: int | None = None
 
@@ -210,6 +267,7 @@ class Trial:
             "pending": self.pending,
             "problems": self.problems[:10],
             "differences": self.differences[:10],
+            "drift": len(self.drift),
             "seconds": round(self.seconds, 1),
             "ok": self.ok,
         }
@@ -220,7 +278,7 @@ def _child_argv(folder: Folder, *args: str) -> list[str]:
     return [*argv[:3], "--child", *argv[3:]]
 
 
-def _run(
+def _daemon(
     folder: Folder, data: bytes, env: dict[str, str], *, kill_after: float | None = None
 ) -> tuple[int, float]:
     """Run the daemon on ``data``; SIGKILL it after ``kill_after`` seconds if given.
@@ -249,15 +307,47 @@ def _run(
     return proc.returncode, time.monotonic() - started
 
 
-def _compare(got: dict[str, bytes], expected: dict[str, bytes]) -> list[str]:
-    out = [f"missing {name}" for name in sorted(set(expected) - set(got))]
-    out += [f"extra {name}" for name in sorted(set(got) - set(expected))]
-    out += [
-        f"content differs: {name}"
-        for name in sorted(set(got) & set(expected))
-        if got[name] != expected[name]
-    ]
-    return out
+def _forget(folder: Folder, fact_id: str, env: dict[str, str]) -> int:
+    """`engram-md forget ID`; returns its exit status."""
+    with open(folder.root / "daemon.stderr", "ab") as stderr:
+        return subprocess.run(
+            _child_argv(folder, "forget", fact_id),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=env,
+            cwd=folder.root,
+            timeout=RUN_TIMEOUT,
+        ).returncode
+
+
+def _forget_target(folder: Folder) -> str | None:
+    """The fact every run forgets: the middle one of those in a box (so the forget rewrites a
+    box and its trace too), None in a folder without facts."""
+    facts = [read_fact(folder.memory / rel) for rel in folder.fact_files()]
+    boxed = [f for f in facts if f.box_id] or facts
+    return boxed[len(boxed) // 2].id if boxed else None
+
+
+def _attempt(folder: Folder, data: bytes, target: str | None, kill: dict[str, Any]) -> bool:
+    """One start of a run that is to be killed as ``kill`` says; True if it was."""
+    env = _crash_env(kill)
+    if kill["point"] in FORGET_POINTS:
+        if target is None:
+            return False
+        _daemon(folder, data, _env())
+        return _forget(folder, target, env) == -signal.SIGKILL
+    status, _ = _daemon(folder, data, env, kill_after=kill.get("after_seconds"))
+    return status == -signal.SIGKILL
+
+
+def _finish(folder: Folder, data: bytes, target: str | None) -> int:
+    """The run, uninterrupted: the daemon, then the forget (asked for again, if a kill cut it
+    short). Returns the first failing exit status, else 0."""
+    status, _ = _daemon(folder, data, _env())
+    if status == 0 and target is not None:
+        status = _forget(folder, target, _env())
+    return status
 
 
 def _choose(
@@ -296,6 +386,32 @@ def _crash_env(kill: dict[str, Any]) -> dict[str, str]:
     return _env(ENGRAM_CRASH_AT=f"{kill['point']}:{kill['n']}")
 
 
+@dataclass(frozen=True)
+class Baseline:
+    snapshot: Snapshot
+    counts: dict[str, int]  # crash point -> how often the run reached it
+    seconds: float  # the daemon's part
+    target: str | None  # the fact forgotten
+
+
+def _baseline(folder: Folder, data: bytes) -> Baseline:
+    """The uninterrupted run, counting crash points (each process writes its own counts)."""
+    daemon_counts = folder.root / "crashpoints.json"
+    status, seconds = _daemon(folder, data, _env(ENGRAM_CRASH_COUNTS=str(daemon_counts)))
+    if status != 0:
+        raise RuntimeError(f"the uninterrupted run failed (exit {status}); see {folder.root}")
+    counts: dict[str, int] = json.loads(daemon_counts.read_text(encoding="utf-8"))
+    target = _forget_target(folder)
+    if target is not None:
+        forget_counts = folder.root / "crashpoints-forget.json"
+        status = _forget(folder, target, _env(ENGRAM_CRASH_COUNTS=str(forget_counts)))
+        if status != 0:
+            raise RuntimeError(f"forgetting {target} failed (exit {status}); see {folder.root}")
+        reached = json.loads(forget_counts.read_text(encoding="utf-8"))
+        counts.update({p: n for p, n in reached.items() if p in FORGET_POINTS})
+    return Baseline(Snapshot.of(folder), counts, seconds, target)
+
+
 def run(
     *,
     trials: int = 50,
@@ -303,8 +419,10 @@ def run(
     workdir: Path,
     seed: int = 0,
     second_crash: float = 0.3,
+    points: Sequence[str] = POINTS,
     log: Any = sys.stdout,
 ) -> dict[str, Any]:
+    """``points``: the first kill of trial i is at ``points[i % len(points)]``."""
     rng = random.Random(seed)
     source = ReplayInput.load(turns)
     data = source.data()
@@ -313,7 +431,7 @@ def run(
     root.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with CountingFake() as server:
-        config = llm_config_yaml(server)
+        config = llm_config_yaml(server, extra=CONSOLIDATE)
 
         def fresh(name: str) -> Folder:
             folder = Folder(root / name)
@@ -321,17 +439,16 @@ def run(
             folder.config_path.write_text(config, encoding="utf-8")
             return folder
 
-        baseline = fresh("baseline")
-        counts_path = baseline.root / "crashpoints.json"
-        status, base_seconds = _run(baseline, data, _env(ENGRAM_CRASH_COUNTS=str(counts_path)))
-        if status != 0:
-            raise RuntimeError(f"the uninterrupted run failed (exit {status}); see {baseline.root}")
-        counts: dict[str, int] = json.loads(counts_path.read_text(encoding="utf-8"))
-        expected = baseline.fact_files()
-        empty, _ = base_profile(source.base, baseline.config().sanitize)
-        base_problems, checker = consistency_problems(baseline.config())
+        baseline_folder = fresh("baseline")
+        base = _baseline(baseline_folder, data)
+        counts = base.counts
+        unreached = [p for p in points if p in NAMED_POINTS and not counts.get(p)]
+        empty, _ = base_profile(source.base, baseline_folder.config().sanitize)
+        base_problems, checker = consistency_problems(baseline_folder.config())
         print(
-            f"  baseline: {len(expected)} fact files in {base_seconds:.1f} s; points {counts}",
+            f"  baseline: {len(base.snapshot.facts)} fact files in {base.seconds:.1f} s; "
+            f"forgets {base.target}; points {counts}"
+            + (f"; never reached: {unreached}" if unreached else ""),
             file=log,
             flush=True,
         )
@@ -341,20 +458,19 @@ def run(
             trial = Trial(number)
             t0 = time.monotonic()
             folder = fresh(f"trial-{number:03d}")
-            plan = [_choose(POINTS[number % len(POINTS)], counts, turns, base_seconds, rng)]
+            plan = [_choose(points[number % len(points)], counts, turns, base.seconds, rng)]
             if rng.random() < second_crash:
                 plan.append(
-                    _choose(rng.choice(POINTS), counts, turns, base_seconds, rng, share=0.3)
+                    _choose(rng.choice(points), counts, turns, base.seconds, rng, share=0.3)
                 )
             for kill in plan:
-                status, _ = _run(
-                    folder, data, _crash_env(kill), kill_after=kill.get("after_seconds")
-                )
-                trial.kills.append({**kill, "killed": status == -signal.SIGKILL})
-            status, _ = _run(folder, data, _env())
-            trial.exit_status = status
+                killed = _attempt(folder, data, base.target, kill)
+                trial.kills.append({**kill, "killed": killed})
+            trial.exit_status = _finish(folder, data, base.target)
             trial.problems, _ = consistency_problems(folder.config())
-            trial.differences = _compare(folder.fact_files(), expected)
+            snapshot = Snapshot.of(folder)
+            trial.differences = snapshot.differences(base.snapshot)
+            trial.drift = snapshot.drift(base.snapshot)
             trial.equal = not trial.differences
             result = audit(folder.layout, ids, empty_base=empty)
             trial.lost = result.lost
@@ -366,6 +482,7 @@ def run(
                 f"  trial {number}: "
                 + ", ".join(_describe(k) for k in trial.kills)
                 + f" -> {'ok' if trial.ok else 'FAILED'} ({trial.seconds:.0f} s)"
+                + (f" [consolidation drift: {len(trial.drift)}]" if trial.drift else "")
                 + ("" if trial.ok else f" {trial.differences[:3]} {trial.problems[:3]}"),
                 file=log,
                 flush=True,
@@ -374,14 +491,23 @@ def run(
     return {
         "turns": turns,
         "trials": len(results),
-        "baseline_fact_files": len(expected),
-        "baseline_seconds": round(base_seconds, 1),
+        "baseline_fact_files": len(base.snapshot.facts),
+        "baseline_box_files": len(base.snapshot.boxes),
+        "baseline_seconds": round(base.seconds, 1),
         "baseline_problems": base_problems,
+        "forgotten": base.target,
         "point_counts": counts,
+        "unreached_points": unreached,
         "kills": len(kills),
         "kills_by_point": dict(Counter(k["point"] for k in kills)),
         "not_killed": sum(1 for t in results for k in t.kills if not k["killed"]),
         "trials_equal": sum(t.equal for t in results),
+        # facts / boxes / traces / graph: in how many trials each part differed.
+        "trials_differing_by_part": dict(
+            Counter(part for t in results for part in {d.split(":", 1)[0] for d in t.differences})
+        ),
+        # Trials whose consolidation stamps or edge decay differ (not failures: STAMPED_KEYS).
+        "trials_with_consolidation_drift": sum(bool(t.drift) for t in results),
         "lost": sum(t.lost for t in results),
         "duplicated": sum(t.duplicated for t in results),
         "pending": sum(t.pending for t in results),
@@ -394,7 +520,7 @@ def run(
         "failed_trials": [t.to_dict() for t in results if not t.ok],
         "trial_log": [t.to_dict() for t in results],
         "seconds": round(time.monotonic() - started, 1),
-        "ok": not base_problems and all(t.ok for t in results),
+        "ok": not base_problems and not unreached and all(t.ok for t in results),
     }
 
 

@@ -595,7 +595,9 @@ def doctor(
         raise typer.Exit(code=0 if report.ok else 1)
     for item in report.repaired:
         out.print(
-            f"repaired  {item.kind}  {item.subject}: {item.detail}", markup=False, soft_wrap=True
+            f"repaired  {item.kind}  {item.subject}: {item.detail} — {item.action}",
+            markup=False,
+            soft_wrap=True,
         )
     for item in report.problems:
         out.print(

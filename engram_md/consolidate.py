@@ -51,6 +51,7 @@ from .contradictions import (
     offline_relations,
     subjects,
 )
+from .crashpoints import crashpoint
 from .embeddings import Embedder, l2_normalize
 from .entities import plan_entities
 from .errors import EngramError, MemoryFileError
@@ -644,6 +645,7 @@ def apply_plan(
         # Each file is replaced atomically (a killed run leaves old or new bytes, never half);
         # durability against power loss comes from one sync at the end instead of two fsyncs
         # per file, which cost 10+ ms each on a busy disk and dominated large runs.
+        crashpoint("consolidate.apply")
         wrote = apply_change(layout, change, fsync=False)
         if wrote:
             applied += 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,10 +17,11 @@ from engram_md.dedup import HashIndex
 from engram_md.doctor import DoctorReport, Problem, examine, repair
 from engram_md.errors import LockError
 from engram_md.factfile import read_fact, render_fact, write_fact
+from engram_md.forget import drop_box_members, drop_from_open_boxes, update_traces
 from engram_md.graph import GraphStore
-from engram_md.index import MemoryIndex
+from engram_md.index import IndexRow, MemoryIndex
 from engram_md.lock import WriterLock
-from engram_md.models import Category, Status
+from engram_md.models import Category, Fact, Source, Status
 
 from .test_forget import STATEMENTS, Folder, build_folder, make_fact
 
@@ -36,6 +38,29 @@ def _kinds(report: DoctorReport) -> dict[str, set[str]]:
     for p in report.problems:
         out.setdefault(p.kind, set()).add(p.subject)
     return out
+
+
+def _keys(problems: list[Problem]) -> list[tuple[str, str]]:
+    return sorted(p.key for p in problems)
+
+
+def _rel(folder: Folder, fact: Fact) -> str:
+    return folder.layout.relative(folder.paths[fact.id])
+
+
+def _box_file(folder: Folder, box_id: str | None) -> Path:
+    [path] = list(folder.layout.boxes_dir.rglob(f"{box_id}.md"))
+    return path
+
+
+def _write_by_hand(folder: Folder, fact: Fact) -> None:
+    layout = folder.layout
+    write_fact(layout.fact_path(fact.category.value, fact.created, fact.content_hash[:8]), fact)
+
+
+def _manual_fact() -> Fact:
+    made = make_fact("s9", 30, Category.FACT, "The staging database runs on port 5433.")
+    return replace(made, source=Source.MANUAL)
 
 
 def test_a_fresh_folder_is_healthy(folder: Folder) -> None:
@@ -226,3 +251,266 @@ def test_the_doctor_command_exit_status_and_json(tmp_path: Path) -> None:
     assert fixed.exit_code == 0, fixed.output
     assert "repaired  index_outdated" in fixed.stdout and "all good" in fixed.stdout
     assert runner.invoke(app, [*args, "doctor"]).exit_code == 0
+
+
+# ---------------------------------------------------------------- the graph
+
+
+def test_a_fact_missing_from_the_graph_is_linked_again(folder: Folder) -> None:
+    layout, cfg = folder.layout, folder.cfg
+    last = folder.fact(STATEMENTS[2][3])  # the last fact of session s1
+    previous = folder.fact(STATEMENTS[1][3])
+    GraphStore(layout.graphs_dir, cfg.graph).remove_nodes({last.id})  # node and edges gone
+
+    found = examine(cfg, embedder=folder.embedder())
+    assert _keys(found.problems) == [("graph_node_missing", _rel(folder, last))]
+
+    fixed = repair(cfg, embedder=folder.embedder())
+    assert fixed.ok, fixed.problems
+    assert _keys(fixed.repaired) == _keys(found.problems)
+    graph = GraphStore.load(layout.graphs_dir)
+    assert graph.has_node(last.id)
+    # Linked as the structure stage links it: after the previous fact of its session.
+    assert any(
+        e.kind == "time" and {e.source, e.target} == {previous.id, last.id}
+        for e in graph.edges_of(last.id)
+    )
+
+
+def test_only_facts_the_pipeline_links_are_expected_in_the_graph(folder: Folder) -> None:
+    layout, cfg = folder.layout, folder.cfg
+    _write_by_hand(folder, _manual_fact())  # a person wrote it: never linked
+    retired = folder.fact(STATEMENTS[3][3])
+    write_fact(folder.paths[retired.id], replace(retired, status=Status.INVALIDATED))
+    GraphStore(layout.graphs_dir, cfg.graph).remove_nodes({retired.id})
+    assert "graph_node_missing" not in _kinds(examine(cfg, embedder=folder.embedder()))
+
+    # With the graph switched off, nothing is expected in it at all.
+    active = folder.fact(STATEMENTS[0][3])
+    GraphStore(layout.graphs_dir, cfg.graph).remove_nodes({active.id})
+    graph_off = cfg.model_copy(update={"graph": cfg.graph.model_copy(update={"enabled": False})})
+    assert "graph_node_missing" not in _kinds(examine(graph_off, embedder=folder.embedder()))
+    assert _kinds(examine(cfg, embedder=folder.embedder()))["graph_node_missing"] == {
+        _rel(folder, active)
+    }
+
+
+def test_an_edge_to_a_fact_that_is_no_graph_node_is_dropped(folder: Folder) -> None:
+    layout, cfg = folder.layout, folder.cfg
+    manual = _manual_fact()
+    _write_by_hand(folder, manual)
+    assert repair(cfg, embedder=folder.embedder()).ok  # indexed; the graph leaves it alone
+    first = folder.fact(STATEMENTS[0][3])
+    kept = GraphStore.load(layout.graphs_dir).edges_of(first.id)
+    edge = {
+        "kind": "entity",
+        "source": first.id,
+        "target": manual.id,
+        "confidence": 0.5,
+        "createdAt": "2026-03-02T09:30:00Z",
+        "lastObserved": "2026-03-02T09:30:00Z",
+    }
+    with open(layout.graphs_dir / "entity.jsonl", "a") as handle:
+        handle.write(json.dumps(edge) + "\n")
+
+    found = examine(cfg, embedder=folder.embedder())
+    assert _keys(found.problems) == [("graph_edge_dangling", f"entity:{first.id}->{manual.id}")]
+
+    fixed = repair(cfg, embedder=folder.embedder())
+    assert fixed.ok, fixed.problems
+    assert _keys(fixed.repaired) == _keys(found.problems)
+    graph = GraphStore.load(layout.graphs_dir)
+    assert graph.edges_of(manual.id) == [] and graph.edges_of(first.id) == kept
+
+
+# ---------------------------------------------------------------- boxes
+
+
+def test_a_fact_its_open_box_does_not_list_joins_it_again(folder: Folder) -> None:
+    layout = folder.layout
+    before = layout.open_box_path.read_bytes()
+    last = folder.fact(STATEMENTS[4][3])  # the last fact of session s2, whose box is open
+    drop_from_open_boxes(layout, {last.id})  # as if killed between its write and its join
+
+    found = examine(folder.cfg, embedder=folder.embedder())
+    assert _keys(found.problems) == [("box_membership_mismatch", _rel(folder, last))]
+
+    fixed = repair(folder.cfg, embedder=folder.embedder())
+    assert fixed.ok, fixed.problems
+    assert _keys(fixed.repaired) == _keys(found.problems)
+    assert layout.open_box_path.read_bytes() == before  # what the join would have saved
+
+
+def test_a_fact_its_sealed_box_does_not_list_is_written_back_into_it(folder: Folder) -> None:
+    layout, cfg = folder.layout, folder.cfg
+    middle = folder.fact(STATEMENTS[1][3])  # the second of three in s1's sealed box
+    path = _box_file(folder, middle.box_id)
+    before = path.read_bytes()
+    edit = drop_box_members(layout, path, {middle.id})
+    assert edit is not None
+    update_traces(cfg, layout, [edit])
+
+    found = examine(cfg, embedder=folder.embedder())
+    assert _keys(found.problems) == [
+        ("box_membership_mismatch", _rel(folder, middle)),
+        ("index_box_row_stale", layout.relative(path)),
+    ]
+
+    fixed = repair(cfg, embedder=folder.embedder())
+    assert fixed.ok, fixed.problems
+    assert _keys(fixed.repaired) == _keys(found.problems)
+    assert path.read_bytes() == before  # the box as its seal wrote it
+    assert middle.id in read_box(path, layout).memory_ids
+
+
+# ---------------------------------------------------------------- interrupted forgets
+
+
+def _tombstone(folder: Folder, fact: Fact) -> None:
+    """The first step of a forget, alone: as if it was killed right after."""
+    stone = {
+        "at": "2026-03-03T12:00:00Z",
+        "id": fact.id,
+        "path": _rel(folder, fact),
+        "category": fact.category.value,
+        "created": "2026-03-02T09:00:00Z",
+        "session": fact.session,
+        "boxId": fact.box_id,
+        "reason": "test",
+        "by": "test",
+    }
+    with open(folder.layout.state_dir / "forgotten.jsonl", "a") as handle:
+        handle.write(json.dumps(stone) + "\n")
+
+
+def test_a_forget_killed_after_its_tombstone_is_finished(folder: Folder) -> None:
+    layout, cfg = folder.layout, folder.cfg
+    target = folder.fact(STATEMENTS[0][3])
+    _tombstone(folder, target)
+
+    found = examine(cfg, embedder=folder.embedder())
+    [problem] = found.problems
+    assert problem.key == ("forget_unfinished", target.id)
+    for place in ("fact file", "index row", "graph node", "place in a box"):
+        assert place in problem.detail
+
+    fixed = repair(cfg, embedder=folder.embedder())
+    assert fixed.ok, fixed.problems
+    assert ("forget_unfinished", target.id) in {p.key for p in fixed.repaired}
+    assert not folder.paths[target.id].exists()
+    assert MemoryIndex.open(layout.index_dir, folder.embedder()).get([target.id]) == {}
+    assert not GraphStore.load(layout.graphs_dir).has_node(target.id)
+    assert target.id not in read_box(_box_file(folder, target.box_id), layout).memory_ids
+    assert examine(cfg, embedder=folder.embedder()).ok  # the tombstone alone is no problem
+
+
+def test_a_forget_killed_half_way_is_finished(folder: Folder) -> None:
+    layout, cfg = folder.layout, folder.cfg
+    target = folder.fact(STATEMENTS[3][3])  # in the open box of s2
+    _tombstone(folder, target)
+    folder.paths[target.id].unlink()  # the file and the graph went; the rest is left
+    GraphStore(layout.graphs_dir, cfg.graph).remove_nodes({target.id})
+
+    found = examine(cfg, embedder=folder.embedder())
+    [problem] = [p for p in found.problems if p.kind == "forget_unfinished"]
+    assert problem.subject == target.id
+    assert "index row" in problem.detail and "place in a box" in problem.detail
+    assert "graph node" not in problem.detail and "fact file" not in problem.detail
+
+    fixed = repair(cfg, embedder=folder.embedder())
+    assert fixed.ok, fixed.problems
+    assert {p.key for p in found.problems} <= {p.key for p in fixed.repaired}
+    assert target.id not in layout.open_box_path.read_text()
+
+
+# ---------------------------------------------------------------- hashes and box rows
+
+
+def test_a_missing_hash_index_is_rebuilt(folder: Folder) -> None:
+    layout = folder.layout
+    layout.hashes_path.unlink()
+
+    found = examine(folder.cfg, embedder=folder.embedder())
+    assert _keys(found.problems) == [("hashes_missing", "state/fact-hashes.txt")]
+
+    fixed = repair(folder.cfg, embedder=folder.embedder())
+    assert fixed.ok, fixed.problems
+    assert _keys(fixed.repaired) == _keys(found.problems)
+    hashes = HashIndex.load(layout.hashes_path)
+    assert hashes is not None
+    for fact_id, path in folder.paths.items():
+        fact = read_fact(path)
+        assert hashes.lookup(fact.content_hash) == layout.relative(path), fact_id
+
+
+def _drop_box_row(folder: Folder, path: Path) -> tuple[str, str]:
+    box = read_box(path, folder.layout)
+    MemoryIndex.open(folder.layout.index_dir, folder.embedder()).delete([box.id])
+    return ("index_box_row_missing", folder.layout.relative(path))
+
+
+def _touch_box(folder: Folder, path: Path) -> tuple[str, str]:
+    os.utime(path, ns=(1, 1))
+    return ("index_box_row_stale", folder.layout.relative(path))
+
+
+def _orphan_box_row(folder: Folder, path: Path) -> tuple[str, str]:
+    index = MemoryIndex.open(folder.layout.index_dir, folder.embedder())
+    box_id = read_box(path, folder.layout).id
+    row = index.get([box_id])[box_id]
+    ghost = replace(row, id="box-20260302-235900-00000000", path="boxes/2026-03-02/gone.md")
+    index.upsert([ghost])
+    return ("index_box_row_orphan", ghost.id)
+
+
+@pytest.mark.parametrize("plant", [_drop_box_row, _touch_box, _orphan_box_row])
+def test_each_box_row_problem_alone_is_repaired(
+    folder: Folder, plant: Callable[[Folder, Path], tuple[str, str]]
+) -> None:
+    path = _box_file(folder, folder.fact(STATEMENTS[0][3]).box_id)
+    before = {r.path: r.id for r in _box_rows(folder)}
+    planted = plant(folder, path)
+
+    found = examine(folder.cfg, embedder=folder.embedder())
+    assert _keys(found.problems) == [planted]
+
+    fixed = repair(folder.cfg, embedder=folder.embedder())
+    assert fixed.ok, fixed.problems
+    assert _keys(fixed.repaired) == [planted]
+    assert {r.path: r.id for r in _box_rows(folder)} == before
+
+
+def _box_rows(folder: Folder) -> list[IndexRow]:
+    index = MemoryIndex.open(folder.layout.index_dir, folder.embedder())
+    return [r for r in index.get(list(index.manifest())).values() if r.kind == "box"]
+
+
+# ---------------------------------------------------------------- the command
+
+
+def test_the_doctor_command_says_what_it_repaired(tmp_path: Path) -> None:
+    folder = build_folder(tmp_path)
+    layout = folder.layout
+    runner = CliRunner()
+    args = ["--memory-dir", str(layout.memory_dir), "--state-dir", str(layout.state_dir)]
+    # The command's own embedder differs from the test's: let it build its index first.
+    assert runner.invoke(app, [*args, "doctor", "--repair"]).exit_code == 0
+    gone = folder.fact(STATEMENTS[2][3])
+    day = folder.paths[gone.id].parent
+    (day / f".{folder.paths[gone.id].name}.tmp-{DEAD_PID}").write_text("half a fact")
+    folder.paths[gone.id].unlink()  # an index row without a file
+    _write_by_hand(folder, _manual_fact())  # a file without an index row
+    with open(layout.hashes_path, "a") as handle:  # hash drift
+        handle.write("0123456789abcdef facts/2026-03-02/fact-235959-01234567.md\n")
+
+    result = runner.invoke(app, [*args, "doctor", "--repair"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    for kind, action in (
+        ("temp_file", "deleted the temp file"),
+        ("index_row_orphan", "dropped the index row"),
+        ("index_row_missing", "indexed the file"),
+        ("hash_entry_orphan", "rebuilt the hash index"),
+    ):
+        assert any(ln.startswith(f"repaired  {kind}  ") and action in ln for ln in lines), kind
+    assert lines[-1].startswith("all good;") and "repaired" in lines[-1]

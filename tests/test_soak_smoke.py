@@ -1,7 +1,9 @@
 """The soak and the crash loop at toy size, so they keep working between full soak runs.
 
 `make soak` runs them at full size (bench/soak.py); here ~150 turns through the real daemon
-against a faulty fake LLM, and two kill -9 trials on a short input.
+against a faulty fake LLM, and two kill -9 trials on a short input: between a temp file's
+write and its rename (an orphan the restart must clear), and before an LLM call (a batch the
+restart must extract again).
 """
 
 from __future__ import annotations
@@ -33,10 +35,17 @@ def test_load_soak_loses_nothing_under_faults(tmp_path: Path) -> None:
 
 def test_crash_loop_restarts_to_the_uninterrupted_folder(tmp_path: Path) -> None:
     result = crashloop.run(
-        trials=2, turns=24, workdir=tmp_path, seed=1, second_crash=0.0, log=io.StringIO()
+        trials=2,
+        turns=24,
+        workdir=tmp_path,
+        seed=1,
+        second_crash=0.0,
+        points=("file.rename", "llm.before"),
+        log=io.StringIO(),
     )
     assert result["trials"] == 2
-    assert result["kills"] >= 1
+    assert result["kills_by_point"] == {"file.rename": 1, "llm.before": 1}
+    assert result["unreached_points"] == []
     assert result["baseline_fact_files"] > 0
     assert result["trials_equal"] == 2, result["failed_trials"]
     assert result["lost"] == 0 and result["duplicated"] == 0
