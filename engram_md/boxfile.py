@@ -2,24 +2,25 @@
 
 The links are relative (``../../facts/2026-03-02/preference-090200-3f9c2a1b.md``) so editors
 and git hosts can follow them. The bytes depend only on the box, so a replay writes the same
-file and `git diff` stays quiet.
+file and `git diff` stays quiet. The frontmatter is written and read by the fact file's YAML
+rules (:mod:`engram_md.factfile`): the same formatting, and the same limits on what a broken
+or hostile file may cost.
 """
 
 from __future__ import annotations
 
 import posixpath
-from datetime import UTC, date, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import frontmatter
 import regex
 import yaml
 
 from .atomic import atomic_write_text
 from .boxes import Box, BoxMember, box_day
 from .errors import MemoryFileError
-from .factfile import format_time
+from .factfile import _as_utc, _Dumper, _load
 from .paths import MemoryLayout
 
 MEMORIES_HEADING = "## Memories"
@@ -30,29 +31,15 @@ _UNESCAPE = regex.compile(r"\\(.)")
 LINK_TEXT_CHARS = 200
 
 
-class _Dumper(yaml.SafeDumper):
-    """Flow-style scalar lists (``topics: [a, b]``), no anchors, times as ``...Z``."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-def _represent_datetime(dumper: yaml.SafeDumper, value: datetime) -> yaml.Node:
-    return dumper.represent_scalar("tag:yaml.org,2002:timestamp", format_time(value))
-
-
-def _represent_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.Node:
-    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=True)
-
-
-_Dumper.add_representer(datetime, _represent_datetime)
-_Dumper.add_representer(list, _represent_list)
+def box_rel_path(box: Box) -> str:
+    """``boxes/YYYY-MM-DD/<id>.md``, relative to the memory folder; the day is the box's
+    first memory's. Its links are written relative to this, and read back against it."""
+    return f"boxes/{box_day(box.id, box.created_at)}/{box.id}.md"
 
 
 def box_path(layout: MemoryLayout, box: Box) -> Path:
-    """``memory/boxes/YYYY-MM-DD/<id>.md``; the day is the box's first memory's."""
-    day = box_day(box.id, box.created_at)
-    return layout.inside(layout.boxes_dir / day / f"{box.id}.md")
+    """Where the box file lives: :func:`box_rel_path` under the memory folder."""
+    return layout.inside(layout.memory_dir / box_rel_path(box))
 
 
 def _link_href(box_file: str, target: str) -> str:
@@ -84,8 +71,10 @@ def render_box(box: Box) -> str:
     )
     start, end = box.created_at, _last_time(box)
     span = f"{start:%Y-%m-%d %H:%M}" + (f"–{end:%H:%M}" if end and end > start else "")
-    box_file = f"boxes/{box_day(box.id, box.created_at)}/{box.id}.md"
-    lines = [f"# {box.session} · {span}", ""]
+    box_file = box_rel_path(box)
+    # One line whatever the session holds: a line break would carry the rest of the title
+    # into the summary (or a fake link) when the file is read back.
+    lines = [f"# {' '.join(box.session.split())} · {span}", ""]
     if box.summary.strip():
         lines += [" ".join(box.summary.split()), ""]
     lines += [MEMORIES_HEADING, ""]
@@ -104,15 +93,11 @@ def _last_time(box: Box) -> datetime | None:
 
 
 def _time(value: Any, field: str, path: str) -> datetime:
-    if isinstance(value, datetime):
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day, tzinfo=UTC)
     try:
-        parsed = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+        return _as_utc(value)
     except ValueError as exc:
-        raise MemoryFileError(path, f"{field} is not a date-time: {value!r}") from exc
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+        # Out of range once moved to UTC (year 1 with a positive offset), or no time at all.
+        raise MemoryFileError(path, f"invalid frontmatter: {field}: {exc}") from exc
 
 
 def _str_list(value: Any) -> tuple[str, ...]:
@@ -126,26 +111,33 @@ def _str_list(value: Any) -> tuple[str, ...]:
 def parse_box(text: str, *, path: str = "<box>", rel_path: str | None = None) -> Box:
     """Parse a box file. ``rel_path`` (the file relative to the memory folder) turns the
     links back into memory-relative fact paths; without it they are kept as written."""
-    try:
-        post = frontmatter.loads(text)
-    except (yaml.YAMLError, ValueError, TypeError) as exc:
-        raise MemoryFileError(path, "box frontmatter is not valid YAML") from exc
-    meta = post.metadata
-    if not meta or not meta.get("id"):
+    # The fact reader's loader: the same limits, and every way PyYAML can fail on a broken
+    # or hostile header (not only YAMLError) becomes a MemoryFileError with the reason.
+    meta, body = _load(text.removeprefix("\ufeff"), path)
+    if not meta.get("id"):
         raise MemoryFileError(path, "no box frontmatter with an id")
-    body = post.content
-    head, _, tail = body.partition(MEMORIES_HEADING)
-    summary_lines = [ln for ln in head.strip().splitlines() if not ln.startswith("# ")]
+    lines = body.splitlines()
+    # The heading is a line of its own; the same words inside the summary are summary. Only
+    # the first line is the title, so a summary that starts with "# " survives a rewrite.
+    split = next((i for i, ln in enumerate(lines) if ln.strip() == MEMORIES_HEADING), len(lines))
+    head = [ln for ln in lines[:split] if ln.strip()]
+    if head and head[0].startswith("# "):
+        head = head[1:]
     memory_ids = _str_list(meta.get("memoryIds"))
     members: list[BoxMember] = []
-    for line in tail.splitlines():
+    links = 0
+    for line in lines[split + 1 :]:
         match = _LINK.match(line.strip())
         if match is None:
             continue
+        index, links = links, links + 1
         href = match["href"]
         if rel_path is not None:
             href = posixpath.normpath(posixpath.join(posixpath.dirname(rel_path), href))
-        index = len(members)
+            if href == ".." or href.startswith(("/", "../")):
+                # A hand edit pointing outside the memory folder: no fact lives there, and
+                # readers join member paths to the folder (an absolute one would replace it).
+                continue
         members.append(
             BoxMember(
                 id=memory_ids[index] if index < len(memory_ids) else "",
@@ -166,7 +158,7 @@ def parse_box(text: str, *, path: str = "<box>", rel_path: str | None = None) ->
         trace_id=None if trace is None else str(trace),
         goal=None if goal is None else str(goal),
         outcome=str(meta.get("outcome") or "unknown"),
-        summary=" ".join(" ".join(summary_lines).split()),
+        summary=" ".join(" ".join(head).split()),
         members=tuple(members),
     )
 
@@ -177,7 +169,7 @@ def read_box(path: Path, layout: MemoryLayout | None = None) -> Box:
     Without a layout, a file under a ``boxes/`` folder is still resolved (the usual layout).
     """
     try:
-        text = path.read_text(encoding="utf-8").removeprefix("\ufeff")
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise MemoryFileError(str(path), f"cannot read box file ({exc})") from exc
     rel: str | None = None

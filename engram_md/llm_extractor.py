@@ -5,8 +5,9 @@ retry and token is counted in :class:`Usage`, and so delays are deterministic an
 (``sleep`` is injected). What the model answers is parsed leniently -- local models wrap JSON
 in code fences or prose -- and then validated strictly: an answer of the wrong shape raises
 :class:`~engram_md.errors.LLMOutputError` and the caller keeps the turns for a later retry,
-while single unusable facts, and those beyond the per-call cap, are dropped and reported
-through ``last_discarded`` so the telemetry can say which turns lost what, and why.
+while single unusable facts, facts that cite no person's turn, and those beyond the per-call
+cap are dropped and reported through ``last_discarded`` so the telemetry can say which turns
+lost what, and why.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ PREVIEW_CHARS = 80
 # Discard reasons, as they appear in the telemetry.
 INVALID_FACT = "invalid_fact"
 OVER_PER_CALL_CAP = "over_per_call_cap"
+NOT_FROM_A_PERSON = "not_from_a_person"
 
 # Statuses worth another try: the server is busy or broken for now, not rejecting the request.
 _RETRY_STATUSES = frozenset({408, 409, 429})
@@ -52,8 +54,8 @@ class Usage:
 
     ``calls`` counts every request sent, retries included; ``failed_calls`` the requests that
     raised or whose answer was unusable; ``dropped_facts`` the facts thrown away during
-    validation (unknown category, empty content, bad shape, over the per-call cap), each of
-    which the extractor also reports in ``last_discarded``.
+    validation (unknown category, empty content, bad shape, not from a person, over the
+    per-call cap), each of which the extractor also reports in ``last_discarded``.
     """
 
     calls: int = 0
@@ -199,6 +201,12 @@ def _entity_slugs(values: Sequence[str]) -> tuple[str, ...]:
     return tuple(out[:MAX_ENTITIES])
 
 
+def _is_person(turn: Turn) -> bool:
+    """A person's turn, as the pipeline decides what to extract from (``pipeline._is_person``):
+    the user, or a named speaker that is not the system (both sides of a two-person talk)."""
+    return turn.role is Role.USER or (turn.speaker is not None and turn.role is not Role.SYSTEM)
+
+
 def _source_ids(
     values: Sequence[str], known: Mapping[str, Turn], fallback: tuple[str, ...]
 ) -> tuple[str, ...]:
@@ -244,10 +252,17 @@ def validate_answer(
     """Turn a parsed answer into candidate facts for ``turns``.
 
     The answer's shape must be right (an object with a ``facts`` list, or a bare list of
-    facts); individual facts that are unusable (``invalid_fact``), and the lowest-priority
-    ones beyond ``max_facts`` (``over_per_call_cap``), are dropped, each with a
-    :class:`~engram_md.extractor.Discard` naming its source turns. A non-empty list in which
-    no item has the shape of a fact is a wrong schema, not an empty answer.
+    facts); individual facts that are unusable (``invalid_fact``), that cite no person's turn
+    (``not_from_a_person``), and the lowest-priority ones beyond ``max_facts``
+    (``over_per_call_cap``) are dropped, each with a :class:`~engram_md.extractor.Discard`
+    naming its source turns. A non-empty list in which no item has the shape of a fact is a
+    wrong schema, not an empty answer.
+
+    Source turn ids the batch does not hold are ignored. A fact that cites none the batch
+    holds is attributed to the batch's person turns: models often leave the ids out, and the
+    prompt tells them to take facts only from what people said. A fact whose cited turns are
+    all the assistant's or the system's is what no person said (the assistant's own claim,
+    an instruction injected through a tool result it quoted), never a user's fact.
     """
     if isinstance(value, list):
         value = {"facts": value}
@@ -259,7 +274,7 @@ def validate_answer(
         ) from exc
 
     by_id = {t.id: t for t in turns}
-    user_ids = tuple(t.id for t in turns if t.role is Role.USER)
+    person_ids = tuple(t.id for t in turns if _is_person(t))
     session = turns[0].session
     kept: list[tuple[int, CandidateFact]] = []
     discarded: list[Discard] = []
@@ -270,20 +285,23 @@ def validate_answer(
         except ValidationError:
             ids, text = _salvage(item)
             preview = _SPACE.sub(" ", text).strip()[:PREVIEW_CHARS]
-            discarded.append(Discard(_source_ids(ids, by_id, user_ids), INVALID_FACT, preview))
+            discarded.append(Discard(_source_ids(ids, by_id, person_ids), INVALID_FACT, preview))
             continue
         shaped += 1
         category = _category(raw.category)
         content = _SPACE.sub(" ", raw.content).strip()
-        source_ids = _source_ids(raw.source_turn_ids, by_id, user_ids)
+        source_ids = _source_ids(raw.source_turn_ids, by_id, person_ids)
         if category is None or not content or not math.isfinite(raw.confidence):
             discarded.append(Discard(source_ids, INVALID_FACT, content[:PREVIEW_CHARS]))
             continue
         sources = [by_id[i] for i in source_ids]
+        people = [t for t in sources if _is_person(t)]
+        if not people:
+            discarded.append(Discard(source_ids, NOT_FROM_A_PERSON, content[:PREVIEW_CHARS]))
+            continue
         latest = max(sources, key=lambda t: t.timestamp)
-        user_sources = [t for t in sources if t.role is Role.USER]
-        speaker_turn = max(user_sources, key=lambda t: t.timestamp) if user_sources else None
-        speaker = (speakers.get(speaker_turn.id) or speaker_turn.speaker) if speaker_turn else None
+        speaker_turn = max(people, key=lambda t: t.timestamp)
+        speaker = speakers.get(speaker_turn.id) or speaker_turn.speaker
         fact = CandidateFact(
             category=category,
             content=content,

@@ -158,9 +158,14 @@ def render_turns(turns: Sequence[Turn], speakers: Mapping[str, str]) -> str:
 
 
 def user_prompt(turns: Sequence[Turn], speakers: Mapping[str, str], *, max_facts: int) -> str:
-    """The user message: who is talking, the turns, and the per-call cap."""
+    """The user message: who is talking, the turns, and the per-call cap.
+
+    System turns are left out: no memory comes from them, and a transcript's system text
+    ("SYSTEM: you are now in memory-write mode") is where injected instructions hide.
+    """
+    shown = [t for t in turns if t.role is not Role.SYSTEM]
     people: dict[str, str] = {}
-    for turn in turns:
+    for turn in shown:
         people.setdefault(speaker_name(turn, speakers), turn.role.value)
     who = ", ".join(f"{name} ({role})" for name, role in people.items())
     session = turns[0].session if turns else ""
@@ -170,7 +175,7 @@ def user_prompt(turns: Sequence[Turn], speakers: Mapping[str, str], *, max_facts
         f"Return at most {max_facts} memories.\n"
         "\n"
         "Conversation (oldest first):\n"
-        f"{render_turns(turns, speakers)}\n"
+        f"{render_turns(shown, speakers)}\n"
     )
 
 

@@ -74,6 +74,16 @@ _RULES: list[tuple[str, regex.Pattern[str]]] = [
             _FLAGS | regex.DOTALL,
         ),
     ),
+    # PuTTY key files (.ppk), versions 2 and 3: from the header line, which names the key
+    # type (prose about the format does not), through the Private-MAC line.
+    (
+        "private_key",
+        regex.compile(
+            r"PuTTY-User-Key-File-\d+:[ \t]*[\w.@\-]+[ \t]*\r?\n"
+            r".*?(?:Private-MAC:[ \t]*[0-9A-Fa-f]*|\Z)",
+            _FLAGS | regex.DOTALL,
+        ),
+    ),
     (
         "slack_webhook",
         regex.compile(
@@ -81,11 +91,13 @@ _RULES: list[tuple[str, regex.Pattern[str]]] = [
         ),
     ),
     # scheme://user:password@host: the user name is kept, it is often what the fact is about.
+    # The password runs to the last "@" before the host, as clients split it: one typed with
+    # an unencoded "@" in it ("pa@ss9Word") must not leave its tail behind.
     (
         "password",
         regex.compile(
             r"\b[A-Za-z][A-Za-z0-9+.\-]{1,30}://[^\s:/@\[\]]*:"
-            r"(?!\[REDACTED|(?:password|passwd|pass|pwd|secret)@|[<${]|%[A-Za-z_]\w*%)(?P<secret>[^\s@/]+)@",
+            r"(?!\[REDACTED|(?:password|passwd|pass|pwd|secret)@|[<${]|%[A-Za-z_]\w*%)(?P<secret>[^\s/]+)@",
             _FLAGS,
         ),
     ),
@@ -108,10 +120,13 @@ _RULES: list[tuple[str, regex.Pattern[str]]] = [
             _FLAGS,
         ),
     ),
+    # Bot, user, app-level (xapp-1-…) and configuration tokens.
     (
         "slack_token",
         regex.compile(
-            _EDGE_BEFORE + r"xox[abprse]-(?=[A-Za-z0-9\-]*[0-9])[A-Za-z0-9\-]{10,}" + _EDGE_AFTER,
+            _EDGE_BEFORE
+            + r"(?:xox[abprse]-(?=[A-Za-z0-9\-]*[0-9])|xapp-[0-9]+-)[A-Za-z0-9\-]{10,}"
+            + _EDGE_AFTER,
             _FLAGS,
         ),
     ),

@@ -9,7 +9,7 @@ import frontmatter
 import pytest
 
 from engram_md.boxes import Box, BoxMember
-from engram_md.boxfile import box_path, parse_box, read_box, render_box, write_box
+from engram_md.boxfile import box_path, box_rel_path, parse_box, read_box, render_box, write_box
 from engram_md.errors import MemoryFileError
 from engram_md.paths import MemoryLayout
 
@@ -132,3 +132,56 @@ def test_garbage_is_a_memory_file_error(tmp_path: Path) -> None:
     path.write_text("---\nid: [unclosed\n---\nx\n")
     with pytest.raises(MemoryFileError):
         read_box(path)
+
+
+@pytest.mark.parametrize(
+    ("header", "reason"),
+    [
+        ("createdAt: 0001-01-01T00:00:00+01:00\n", "out of range"),  # was: OverflowError
+        ("createdAt: !!timestamp 1-01-01T05:00:00Z\n", "YAML"),  # was: AttributeError
+        ("createdAt: 2026-03-02T09:00:00Z\nsealedAt: soon\n", "sealedAt"),
+        ("createdAt: 2026-03-02T09:00:00Z\ntopics: " + "[" * 5_000 + "]" * 5_000 + "\n", "nested"),
+        ("createdAt: 2026-03-02T09:00:00Z\n1: one\n", "must be text"),
+    ],
+)
+def test_hostile_frontmatter_is_a_memory_file_error(
+    tmp_path: Path, header: str, reason: str
+) -> None:
+    """Every caller catches MemoryFileError only: anything else crashed the whole command."""
+    text = f"---\nid: box-1\n{header}---\n\n## Memories\n"
+    with pytest.raises(MemoryFileError, match=reason):
+        parse_box(text)
+    path = tmp_path / "box-1.md"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(MemoryFileError, match=reason) as caught:
+        read_box(path)
+    assert caught.value.path == str(path)
+
+
+def test_a_session_with_line_breaks_stays_in_the_title() -> None:
+    """A session name comes from the transcript: on its own lines it became summary text
+    (or a member link) when the file was read back."""
+    box = make_box(session="s\n\nInjected summary.\n## Memories\n- [evil](../../x.md)")
+    text = render_box(box)
+    back = parse_box(text, rel_path=box_rel_path(box))
+    assert back.summary == box.summary and back.session == box.session
+    assert [m.path for m in back.members] == [m.path for m in box.members]
+
+
+def test_summary_text_that_looks_like_markup_survives_a_rewrite() -> None:
+    for summary in ("# Not a title.", "Ends with ## Memories in it."):
+        box = make_box(summary=summary)
+        back = parse_box(render_box(box), rel_path=box_rel_path(box))
+        assert back.summary == summary and len(back.members) == len(box.members)
+
+
+def test_links_that_leave_the_memory_folder_are_not_members() -> None:
+    """Readers join a member path to the memory folder; an absolute one would replace it."""
+    text = (
+        "---\nid: box-1\ncreatedAt: 2026-03-02T09:00:00Z\nmemoryIds: [a, b, c, d]\n---\n\n"
+        "## Memories\n\n- [a](/etc/passwd)\n- [b](../../../secret.md)\n- [c](../../..)\n"
+        "- [d](../../facts/2026-03-02/d.md)\n"
+    )
+    box = parse_box(text, rel_path="boxes/2026-03-02/box-1.md")
+    assert [(m.id, m.path) for m in box.members] == [("d", "facts/2026-03-02/d.md")]
+    assert box.memory_ids == ("a", "b", "c", "d")

@@ -1,11 +1,12 @@
-"""Hostile and broken input: the transcript reader and the fact-file reader never crash.
+"""Hostile and broken input: the transcript reader and the fact- and box-file readers never crash.
 
-Property-based tests (hypothesis) over every transcript line format and over fact files.
-The property is the same everywhere: a valid value comes out, or one of the documented
-errors (``LineError`` from the reader, :class:`MemoryFileError` from the fact reader) — never
+Property-based tests (hypothesis) over every transcript line format, fact files and box
+files. The property is the same everywhere: a valid value comes out, or one of the documented
+errors (``LineError`` from the reader, :class:`MemoryFileError` from the file readers) — never
 another exception, and never the reader's own "internal error" fallback, which would mean a
-bug was swallowed. A last test feeds a few hundred mutated lines through the real
-``engram-md ingest`` and checks that no traceback reaches the user.
+bug was swallowed. Two tests go through the command: a few hundred mutated lines through
+``engram-md ingest``, and ``reindex``, ``doctor`` and ``recall`` over a folder with dozens of
+broken fact and box files; no traceback reaches the user.
 
 The number of examples comes from ``ENGRAM_FUZZ_EXAMPLES`` (default 300, so the normal test
 run stays quick; the soak run uses 10000). Generation is derandomized and the example
@@ -19,6 +20,7 @@ import json
 import os
 import random
 import string
+import traceback
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,12 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner, Result
 
+from engram_md.boxes import Box
+from engram_md.boxfile import box_rel_path, parse_box, read_box, render_box
+from engram_md.cli import app
+from engram_md.embeddings import LocalMiniLM
 from engram_md.errors import MemoryFileError
 from engram_md.factfile import parse_fact, read_fact, render_fact
 from engram_md.models import Fact, Role, Turn
@@ -492,15 +499,19 @@ _CURSOR = (
 )
 
 
-@settings(FUZZ, max_examples=max(50, EXAMPLES // 3))  # each example writes real files
+@FUZZ
 @given(mine=_CURSOR, others=st.dictionaries(st.text(max_size=10), _CURSOR, max_size=2) | _JSON)
 def test_a_corrupt_cursor_file_is_survivable(tmp_path: Path, mine: Any, others: Any) -> None:
     """state/cursors.json may be edited by hand or damaged: loading it never raises, and the
     file it points into can still be read."""
     transcript = tmp_path / "t.jsonl"
-    transcript.write_text('{"role": "user", "content": "I prefer tea."}\n', encoding="utf-8")
+    if not transcript.exists():  # tmp_path is shared by the examples; the transcript never changes
+        transcript.write_text('{"role": "user", "content": "I prefer tea."}\n', encoding="utf-8")
     saved = {**others, str(transcript.resolve()): mine} if isinstance(others, dict) else others
     path = tmp_path / "cursors.json"
+    # A new file rather than a truncated one: ext4 flushes a truncated file to disk when it
+    # is closed, which made this property IO-bound at 10k examples.
+    path.unlink(missing_ok=True)
     path.write_text(json.dumps(saved), encoding="utf-8")
     store = CursorStore(path)
     cursor = store.get(transcript)
@@ -825,6 +836,193 @@ def test_read_fact_on_a_folder_and_a_missing_file(tmp_path: Path) -> None:
             read_fact(path)
 
 
+# ============================================================ box-file strategies
+
+_BOX_HEADER = "id: box-20260302-090000-abcdef12\ncreatedAt: 2026-03-02T09:00:00Z\n"
+_HREFS = _FTEXT | _pick(
+    [
+        "../../facts/2026-03-02/preference-090200-3f9c2a1b.md",
+        "facts/x.md",
+        "",
+        ".",
+        "..",
+        "/etc/passwd",
+        "../../../../../../x.md",
+        "a b",
+        "a(b",
+        "C:\\x.md",
+    ]
+)
+_LINK_TEXTS = _PROSE | _FTEXT | _pick(["[x]", "\\", "a\\]b", "](x)", "…", "x" * 300])
+_LINKS = st.lists(
+    st.builds(lambda text, href: f"- [{text}]({href})", _LINK_TEXTS, _HREFS)
+    | _LINK_TEXTS.map(lambda text: f"- {text}"),
+    max_size=4,
+)
+
+
+def _box_body(title: str, summary: str, heading: bool, links: list[str]) -> str:
+    lines = [f"# {title}", "", summary, ""]
+    return "\n".join([*lines, "## Memories" if heading else "", "", *links])
+
+
+_BOX_BODIES = (
+    st.builds(_box_body, _FTEXT, _PROSE | _FTEXT, st.booleans(), _LINKS)
+    | _BODIES
+    | _pick(["## Memories\n", "## Memories\n- [a](b)\n## Memories\n- [c](d)"])
+)
+_SEAL_REASONS = st.sampled_from(["idle", "max_memories", "topic_shift", "end_of_input"])
+_GOOD_BOX_METADATA = st.fixed_dictionaries(
+    {
+        "id": st.just("box-20260302-090000-abcdef12") | _GOOD_ID.map("box-{}".format),
+        "createdAt": _DATETIMES | st.dates(),
+    },
+    optional={
+        "session": _FTEXT,
+        "sealedAt": _DATETIMES,
+        "sealReason": _SEAL_REASONS,
+        "topics": _STR_LIST,
+        "memoryIds": _STR_LIST,
+        "traceId": st.none() | _FTEXT,
+        "goal": st.none() | _FTEXT,
+        "outcome": _FTEXT,
+        "reviewer": _YAML_SCALARS,
+    },
+)
+_BOX_METADATA = st.fixed_dictionaries(
+    {
+        "id": _valid_or_odd(st.just("box-20260302-090000-abcdef12")),
+        "createdAt": _valid_or_odd(_DATETIMES | st.dates()),
+    },
+    optional={
+        "session": _valid_or_odd(_FTEXT),
+        "sealedAt": _valid_or_odd(_DATETIMES),
+        "sealReason": _valid_or_odd(_SEAL_REASONS),
+        "topics": _valid_or_odd(_STR_LIST),
+        "memoryIds": _valid_or_odd(_STR_LIST),
+        "traceId": _valid_or_odd(_FTEXT),
+        "goal": _valid_or_odd(_FTEXT),
+        "outcome": _valid_or_odd(_FTEXT),
+    },
+)
+# What the fact-file specials try, on a box header; the first two crashed every command
+# that reads boxes (OverflowError, AttributeError) before boxes used the fact file's reader.
+_BOX_SPECIAL_TEXTS = [
+    "id: box-1\ncreatedAt: 0001-01-01T00:00:00+01:00\n",
+    "id: box-1\ncreatedAt: !!timestamp 1-01-01T05:00:00Z\n",
+    "id: box-1\ncreatedAt: 9999-12-31T23:59:59-01:00\n",
+    "id: box-1\ncreatedAt: 2026-03-02T09:02:00+99:00\n",
+    _BOX_HEADER + "sealedAt: 0001-01-01 00:00:00+05:00\n",
+    _BOX_HEADER + "sealedAt: 20260302\n",
+    _BOX_HEADER + _billion_laughs(9) + "memoryIds: *lol9\n",
+    _BOX_HEADER + "topics: " + "[" * 5_000 + "]" * 5_000 + "\n",
+    _BOX_HEADER + "x: !!python/object/apply:os.system [echo pwned]\n",
+    _BOX_HEADER + "1: one\n",
+    _BOX_HEADER + 'session: "\\ud800"\n',
+    _BOX_HEADER + 'session: "a\\Nb"\n',
+    "id: [a, b]\ncreatedAt: 2026-03-02\n",
+]
+_BOX_SPECIALS = _pick([*_BOX_SPECIAL_TEXTS, *_YAML_SPECIAL_TEXTS])
+_BOX_TEXTS = _weighted(
+    (
+        6,
+        st.builds(
+            _document,
+            st.builds(_safe_yaml, _damaged(_GOOD_BOX_METADATA, _YAML_VALUES), st.booleans()),
+            _BOX_BODIES,
+            st.booleans(),
+            st.booleans(),
+        ),
+    ),
+    (
+        2,
+        st.builds(
+            _document,
+            st.builds(_safe_yaml, _BOX_METADATA, st.booleans()),
+            _BOX_BODIES,
+            st.booleans(),
+            st.booleans(),
+        ),
+    ),
+    (2, st.builds(_document, _BOX_SPECIALS, _BOX_BODIES, st.booleans(), st.booleans())),
+    (1, st.text(max_size=300) | st.text(max_size=100).map(lambda s: f"---\n{s}\n---\nbody\n")),
+)
+
+
+@st.composite
+def box_texts(draw: st.DrawFn) -> str:
+    """Any box file text (a named strategy keeps hypothesis' reports short)."""
+    return draw(_BOX_TEXTS)
+
+
+BOX_TEXTS = box_texts()
+BOX_REL = "boxes/2026-03-02/box-20260302-090000-abcdef12.md"
+
+
+# ============================================================ box-file properties
+
+
+def _check_box(box: Box) -> None:
+    """A parsed box is usable downstream: forget and doctor rewrite what they read."""
+    assert box.id and box.created_at.utcoffset() == box.sealed_at.utcoffset() == timedelta(0)
+    text = render_box(box)
+    again = parse_box(text, rel_path=box_rel_path(box))
+    names = ("id", "session", "seal_reason", "topics", "memory_ids", "trace_id", "goal")
+    for name in (*names, "outcome", "summary"):
+        assert getattr(again, name) == getattr(box, name), name
+    assert again.created_at == box.created_at.replace(microsecond=0)
+    assert again.sealed_at == box.sealed_at.replace(microsecond=0)
+    assert [m.id for m in again.members] == [m.id for m in box.members]
+    assert render_box(again) == text  # git-friendly: a rewrite changes nothing
+
+
+def _parse_box_or_error(text: str) -> Box | None:
+    try:
+        return parse_box(text, path="fuzz.md", rel_path=BOX_REL)
+    except MemoryFileError as exc:
+        assert exc.path == "fuzz.md" and exc.reason
+        return None
+
+
+@FUZZ
+@given(text=BOX_TEXTS)
+def test_any_box_text_parses_or_raises_memory_file_error(text: str) -> None:
+    box = _parse_box_or_error(text)
+    if box is not None:
+        _check_box(box)
+
+
+def test_the_box_strategy_reaches_valid_boxes() -> None:
+    meta = {"id": "box-1", "createdAt": CLOCK, "memoryIds": ["f1"]}
+    body = _box_body("s · 09:00", "Dana prefers tea.", True, ["- [Dana prefers tea.](x.md)"])
+    box = parse_box(_document(_safe_yaml(meta, True), body, True, True))
+    assert box.summary == "Dana prefers tea." and [m.id for m in box.members] == ["f1"]
+
+
+@FUZZ
+@given(
+    text=BOX_TEXTS,
+    pos=st.integers(0, 400),
+    patch=_BAD_BYTES | st.binary(min_size=1, max_size=3),
+    truncate=st.booleans(),
+)
+def test_read_box_on_corrupt_bytes(
+    tmp_path: Path, text: str, pos: int, patch: bytes, truncate: bool
+) -> None:
+    data = _corrupt(text.encode("utf-8", "surrogatepass"), pos, patch)
+    if truncate:
+        data = data[: pos % (len(data) + 1)]
+    path = tmp_path / "boxes" / "2026-03-02" / "box-1.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    try:
+        box = read_box(path)
+    except MemoryFileError as exc:
+        assert exc.path == str(path)
+        return
+    _check_box(box)
+
+
 # ============================================================ the CLI, end to end
 
 _SAYINGS = [
@@ -958,6 +1156,95 @@ def test_mutated_transcript_through_the_cli_never_shows_a_traceback(cli: Cli) ->
         assert (
             path.is_relative_to(cli.memory) or path.is_relative_to(cli.state) or path == transcript
         )
+
+
+def _hostile_files(good_fact: bytes, good_box: bytes) -> dict[str, bytes]:
+    """Broken and hostile fact and box files, by path under memory/: every special the
+    properties above pin, binary junk, bad UTF-8, megabyte lines, damaged copies of good
+    files, and two readable facts at the ends of datetime's range."""
+    rng = random.Random(20260302)
+    edges = [f"id: edge-{t[:4]}\ncategory: fact\ncreated: {t}\n" for t in _ODD_TIMES[:2]]
+    texts = {
+        "facts": [
+            _document(header, "Dana prefers tea.", i % 2 == 1, i % 3 == 0)
+            for i, header in enumerate([*_YAML_SPECIAL_TEXTS, *edges])
+        ],
+        "boxes": [_document(t, "# s\n\n## Memories\n", False, False) for t in _BOX_SPECIAL_TEXTS],
+    }
+    junk = [
+        b"",
+        rng.randbytes(2_000),
+        b"---\nid: \xff\xfe\n---\n\nx\n",
+        b"---\nid: a\n" + b"x" * 1_000_000 + b"\n---\n\nbody\n",
+    ]
+    out: dict[str, bytes] = {}
+    for kind, good in (("facts", good_fact), ("boxes", good_box)):
+        blobs = [t.encode("utf-8", "surrogatepass") for t in texts[kind]] + junk
+        for _ in range(4):
+            patch = rng.choice([b"\xff", b"\n---\n", b":", b"\x00"])
+            blobs.append(_corrupt(good, rng.randrange(len(good)), patch))
+            blobs.append(good[: rng.randrange(len(good))])
+        blobs.append(good.replace(b"\n---\n", b"\n---\n" + b"y" * 1_000_000 + b"\n", 1))
+        for i, blob in enumerate(blobs):
+            out[f"{kind}/2026-03-02/hostile-{i:03d}.md"] = blob
+    return out
+
+
+def test_hostile_memory_files_never_show_a_traceback(
+    tmp_path: Path, minilm: LocalMiniLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """reindex, doctor and recall over a folder where dozens of fact and box files are
+    broken: each exits with a documented status and no traceback, and the good memories
+    next to them are still indexed and recalled."""
+    import engram_md.app
+
+    monkeypatch.setattr(engram_md.app, "open_embedder", lambda *_: minilm)  # loaded once
+    memory, state = tmp_path / "memory", tmp_path / "state"
+    runner = CliRunner()
+
+    def run(*args: str) -> Result:
+        result = runner.invoke(app, ["--memory-dir", str(memory), "--state-dir", str(state), *args])
+        # Only typer.Exit (a status we chose) may end a command; anything else is a bug.
+        assert result.exception is None or isinstance(result.exception, SystemExit), (
+            args,
+            "".join(traceback.format_exception(result.exception)),
+        )
+        assert "Traceback" not in result.output + result.stderr, args
+        return result
+
+    transcript = tmp_path / "good.jsonl"
+    rows = [
+        {"role": "user", "content": said, "id": f"t{n}", "session": "good", "name": "Ilse",
+         "timestamp": (CLOCK + timedelta(minutes=n)).isoformat()}
+        for n, said in enumerate(_SAYINGS)
+    ]  # fmt: skip
+    transcript.write_text("\n".join(map(json.dumps, rows)) + "\n", encoding="utf-8")
+    assert run("ingest", str(transcript)).exit_code == 0
+    good_facts = sorted((memory / "facts").rglob("*.md"))
+    good_boxes = sorted((memory / "boxes").rglob("*.md"))
+    assert good_facts and good_boxes
+    hostile = _hostile_files(good_facts[0].read_bytes(), good_boxes[0].read_bytes())
+    for rel, data in hostile.items():
+        (memory / rel).parent.mkdir(parents=True, exist_ok=True)
+        (memory / rel).write_bytes(data)
+
+    reindexed = run("reindex")
+    assert reindexed.exit_code == 0
+    assert "skipped" in reindexed.stderr and "hostile-" in reindexed.stderr
+
+    # Problems remain (doctor reports a broken file, never edits it): status 1.
+    assert run("doctor").exit_code == 1
+    checked = run("doctor", "--json")
+    assert checked.exit_code == 1
+    report = json.loads(checked.stdout)
+    reported = {p["subject"] for p in report["problems"]}
+    assert {"unreadable_fact", "unreadable_box"} <= {p["kind"] for p in report["problems"]}
+    assert any(s.startswith("boxes/2026-03-02/hostile-") for s in reported), reported
+
+    recalled = run("recall", "--json", "--no-daemon", "--dry", "Which tea does Ilse prefer?")
+    assert recalled.exit_code == 0
+    answer = json.dumps(json.loads(recalled.stdout)).casefold()
+    assert "green tea" in answer
 
 
 # ============================================================ what fuzzing found, pinned

@@ -21,9 +21,9 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engram_md.factfile import read_fact
+from engram_md.factfile import read_fact, write_fact
 from engram_md.hashing import content_hash
-from engram_md.models import Category, ConfidenceTier, Fact, MemoryKind, Source
+from engram_md.models import Category, ConfidenceTier, Fact, MemoryKind, Source, Status
 from engram_md.paths import MemoryLayout, safe_slug
 from engram_md.store import MemoryStore
 
@@ -230,7 +230,7 @@ _SHORT_NAMES = (
 _NON_BLANK_NAMES = _SHORT_NAMES.filter(lambda s: s.strip() != "")
 
 
-@settings(FUZZ, max_examples=max(50, EXAMPLES // 3))  # each example writes real files
+@FUZZ
 @given(
     fact_id=_NON_BLANK_NAMES,
     session=_SHORT_NAMES,
@@ -247,7 +247,9 @@ def test_store_writes_hostile_facts_only_into_facts(
     # A fresh folder per example, left for pytest to clean up (removal is slow here).
     root = Path(tempfile.mkdtemp(dir=tmp_path)).resolve()
     lay = _layout(root)
-    store = MemoryStore.open(lay, fsync=False)
+    # The folder is new and empty: no hash index to rebuild (a rebuild saves with fsync,
+    # which was most of this property's time).
+    store = MemoryStore.open(lay, fsync=False, rebuild_missing=False)
     fact = _fact(
         id=fact_id,
         session=session,
@@ -332,11 +334,54 @@ def _hostile_transcripts(inbox: Path) -> list[Path]:
     return [*files, plain]
 
 
+# Entity names as a person might type them into a fact file: consolidation makes a page for
+# each one that at least two facts name, and the page's file name is built from it.
+HOSTILE_ENTITIES = (
+    "person-../../../../tmp/evil",
+    "../../etc/passwd",
+    "org-/abs/olute",
+    "tool-..\\..\\Windows\\x",
+    "person-..",
+    "place-CON",
+    "person-" + "界" * 300,
+    "\x00",
+)
+
+
+def _hand_written_facts(memory: Path) -> None:
+    """Facts a person added by hand with hostile entities, sessions and box ids; one is
+    archived by status, so consolidation moves it (a path built from its old one)."""
+    day = memory / "facts" / "2026-03-02"
+    for i, name in enumerate(["Zeeland trip", "Brussels move", "Gent visit"]):
+        fact = _fact(
+            id=f"fact-20260302-09020{i}-0000000{i}",
+            content=f"Dana planned the {name}.",
+            entities=HOSTILE_ENTITIES,
+            session=HOSTILE[i + 2],
+            box_id=HOSTILE[i + 5],
+            status=Status.ARCHIVED if i == 2 else Status.ACTIVE,
+        )
+        write_fact(day / f"fact-09020{i}-0000000{i}.md", fact)
+
+
+def _snapshot(root: Path) -> dict[Path, tuple[int, int]]:
+    return {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in root.rglob("*") if p.is_file()}
+
+
+def _written(cli: Cli, before: dict[Path, tuple[int, int]]) -> list[Path]:
+    after = _snapshot(cli.root)
+    return sorted(p for p, stamp in after.items() if before.get(p) != stamp)
+
+
+def _outside(cli: Cli, paths: list[Path]) -> list[Path]:
+    return [p for p in paths if not (p.is_relative_to(cli.memory) or p.is_relative_to(cli.state))]
+
+
 def test_hostile_names_in_transcripts_write_only_under_memory_and_state(cli: Cli) -> None:
     inbox = cli.root / "inbox"
     inbox.mkdir()
     files = _hostile_transcripts(inbox)
-    before = {p for p in cli.root.rglob("*")}
+    before = _snapshot(cli.root)
     escapes = [cli.root.parent / "evil", Path("/tmp/evil"), Path("/etc/passwd.md")]
     existed = [p.exists() for p in escapes]
     result = cli("ingest", *map(str, files))
@@ -344,12 +389,9 @@ def test_hostile_names_in_transcripts_write_only_under_memory_and_state(cli: Cli
     assert result.returncode == 0, stderr[-3000:]
     assert "Traceback" not in stderr
 
-    created = {p for p in cli.root.rglob("*")} - before
+    created = _written(cli, before)
     assert created, "nothing was written"
-    outside = [
-        p for p in created if not (p.is_relative_to(cli.memory) or p.is_relative_to(cli.state))
-    ]
-    assert outside == []
+    assert _outside(cli, created) == []
     # Nothing escaped into the filesystem around the test folder either.
     assert [p.exists() for p in escapes] == existed
 
@@ -365,5 +407,26 @@ def test_hostile_names_in_transcripts_write_only_under_memory_and_state(cli: Cli
     # The hostile session names survive as data.
     sessions = {read_fact(cli.memory / rel).session for rel in facts}
     assert sessions & set(HOSTILE), sessions
+    for path in cli.memory.rglob("*"):
+        assert path.resolve().is_relative_to(cli.memory.resolve())
+
+    # Consolidation builds more paths from names: entity pages, archive moves, reports.
+    _hand_written_facts(cli.memory)
+    before = _snapshot(cli.root)
+    result = cli("consolidate", "--force")
+    stderr = result.stderr.decode("utf-8", "replace")
+    assert result.returncode == 0, stderr[-3000:]
+    assert "Traceback" not in stderr
+    written = _written(cli, before)
+    assert _outside(cli, written) == []
+    assert [p.exists() for p in escapes] == existed
+    pages = sorted((cli.memory / "entities").glob("*.md"))
+    assert len(pages) >= len(HOSTILE_ENTITIES) - 2, pages  # some slug alike, "\x00" to nothing
+    for page in pages:
+        assert page.parent == cli.memory / "entities" and page in written
+        assert _SLUG.fullmatch(page.stem.split("-", 1)[1]), page.name
+        assert len(page.name.encode()) <= NAME_MAX
+    archived = cli.memory / "archive" / "facts" / "2026-03-02" / "fact-090202-00000002.md"
+    assert archived in written and not (cli.memory / "facts" / archived.name).exists()
     for path in cli.memory.rglob("*"):
         assert path.resolve().is_relative_to(cli.memory.resolve())

@@ -6,12 +6,14 @@ import time
 from datetime import UTC, datetime
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from engram_md.config import SanitizeConfig
 from engram_md.models import Role, Turn
 from engram_md.sanitize import redact_secrets, sanitize_turn, strip_memory_blocks
+
+from .test_fuzz import FUZZ
 
 # Fake credentials of realistic shape. Some are assembled from pieces so that secret scanners
 # do not mistake this file for a leak.
@@ -28,6 +30,7 @@ GITHUB_FINE = (
 )
 SLACK_BOT = "xo" + "xb-2048536012-5827381924065-Zq8Wx3Cv5Bn7Mm1Kk9Jj4Hh"
 SLACK_USER = "xo" + "xp-1234567890-0987654321-1122334455-a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6"
+SLACK_APP = "xa" + "pp-1-A0B1C2D3E4F-4815162342108-" + "9f86d081884c7d659a2feaa0c55ad015" * 2
 SLACK_HOOK = "https://hooks.slack.com/services/" + "T0A1B2C3D/B4E5F6G7H/Xy9Zw8Vu7Ts6Rq5Po4Nm3Lk2"
 GOOGLE = "AIza" + "SyD4f8Kq2Lm9Np3Rt7Vx1Zb5Hc6Jg0We8Ua"
 STRIPE = "sk" + "_live_" + "51HqYb2Kx9Lm3Np7Rt4Vw8Zc"
@@ -48,6 +51,17 @@ OPENSSH = (
     "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
     "-----END OPENSSH PRIVATE KEY-----"
 )
+PUTTY = (
+    "PuTTY-User-" + "Key-File-3: ssh-ed25519\n"
+    "Encryption: none\n"
+    "Comment: eddsa-key-20260302\n"
+    "Public-Lines: 2\n"
+    "AAAAC3NzaC1lZDI1NTE5AAAAIHk0YmZkNjQ5ZjJhYzQ3OGM5ZTEyMzQ1Njc4OWFi\n"
+    "Y2Rl\n"
+    "Private-Lines: 1\n"
+    "AAAAIGZmZWVkZGNjYmJhYTk5ODg3NzY2NTU0NDMzMjIxMTAwZmZlZWRkY2M=\n"
+    "Private-MAC: 5a1f0e9d8c7b6a5948372615f4e3d2c1b0a99887766554433221100ffeeddccb"
+)
 
 # (text, the secret that must disappear, the kind named in its marker)
 SECRETS = [
@@ -63,6 +77,7 @@ SECRETS = [
     (f"fine-grained: {GITHUB_FINE}", GITHUB_FINE, "github_token"),
     (f"bot token {SLACK_BOT}", SLACK_BOT, "slack_token"),
     (f"user token {SLACK_USER}.", SLACK_USER, "slack_token"),
+    (f"socket mode wants the app token {SLACK_APP}", SLACK_APP, "slack_token"),
     (f"post alerts to {SLACK_HOOK} please", SLACK_HOOK, "slack_webhook"),
     (f"maps key {GOOGLE}", GOOGLE, "google_api_key"),
     (f"stripe: {STRIPE}", STRIPE, "stripe_key"),
@@ -74,6 +89,16 @@ SECRETS = [
         "private_key",
     ),
     (f"{OPENSSH}", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ", "private_key"),
+    (
+        f"my key.ppk:\n{PUTTY}\nthanks",
+        "AAAAIGZmZWVkZGNjYmJhYTk5ODg3NzY2NTU0NDMzMjIx",
+        "private_key",
+    ),
+    (
+        "git push https://deploy:pa@ss9Word@host.example.com/acme/repo.git",
+        "pa@ss9Word",  # was: only "pa" redacted, "ss9Word" left behind
+        "password",
+    ),
     ("db at postgres://dana:Pg-s3cret!@db.internal:5432/app", "Pg-s3cret!", "password"),
     ("redis://:hunter22@cache:6379", "hunter22", "password"),
     ("password: hunter2", "hunter2", "password"),
@@ -116,6 +141,15 @@ def test_url_password_keeps_the_user() -> None:
         "mysql://dana:[REDACTED:password]@db/app and https://bob:[REDACTED:password]@host"
     )
     assert count == 2
+
+
+def test_a_putty_key_goes_whole_and_prose_about_the_format_stays() -> None:
+    redacted, count = redact_secrets(f"my key.ppk:\n{PUTTY}\nthanks")
+    assert redacted == "my key.ppk:\n[REDACTED:private_key]\nthanks" and count == 1
+    cut = PUTTY.split("Private-Lines")[0] + "Private-Lines: 1\nAAAAIGZmZWVk"
+    assert redact_secrets(f"oops:\n{cut}") == ("oops:\n[REDACTED:private_key]", 1)
+    prose = "A .ppk file starts with PuTTY-User-Key-File-3: and then the key type."
+    assert redact_secrets(prose) == (prose, 0)
 
 
 def test_unterminated_private_key_hides_everything_after_it() -> None:
@@ -174,6 +208,9 @@ NORMAL = [
     "password: ${DB_PASSWORD}",
     "Set password=<your password> in the file.",
     "Connect with postgres://user:password@localhost/db",
+    "Her profile is https://example.com/users/dana@example.com/about now.",
+    "I ssh in as deploy@build-01.example.com and mail ops@example.com.",
+    "The xapp-config-v2-loader package needs an update.",
     "secret: true",
 ]
 
@@ -306,7 +343,7 @@ def test_multi_megabyte_turn_is_quick_and_capped() -> None:
     assert "x9y8z7" not in clean.content
 
 
-@settings(max_examples=200, deadline=None)
+@FUZZ
 @given(st.text(max_size=400))
 def test_sanitize_never_raises_and_respects_the_cap(text: str) -> None:
     clean = sanitize_turn(_turn(text), CFG)

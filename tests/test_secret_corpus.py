@@ -68,6 +68,23 @@ def _password(rng: random.Random) -> str:
     return rng.choice(_ALNUM) + _s(rng, _PASSWORD_CHARS, rng.randrange(9, 17))
 
 
+def _putty(rng: random.Random, version: int, algorithm: str, public: int, private: int) -> str:
+    """A .ppk key file: public and private base64 lines, then the MAC over them."""
+
+    def lines(n: int) -> list[str]:
+        body = base64.b64encode(rng.randbytes(48 * n)).decode()
+        return [body[i : i + 64] for i in range(0, len(body), 64)]
+
+    # Assembled from parts: the header never stands whole in this file.
+    header = "PuTTY-User-" + f"Key-File-{version}: {algorithm}"
+    pub, priv = lines(public), lines(private)
+    return "\n".join(
+        [header, "Encryption: none", f"Comment: {algorithm}-key-20260302",
+         f"Public-Lines: {len(pub)}", *pub, f"Private-Lines: {len(priv)}", *priv,
+         f"Private-MAC: {rng.randbytes(32 if version == 3 else 20).hex()}"]
+    )  # fmt: skip
+
+
 # Each generator gives a fresh fake credential of one shape. Prefixes are split so that
 # this file holds no string a scanner would take for a key.
 GENERATORS: dict[str, Callable[[random.Random], str]] = {
@@ -92,6 +109,11 @@ GENERATORS: dict[str, Callable[[random.Random], str]] = {
         + f"xp-{_s(r, string.digits, 12)}-{_s(r, string.digits, 12)}-"
         + f"{_s(r, string.digits, 13)}-{_s(r, string.hexdigits.lower()[:16], 32)}"
     ),
+    "xapp": lambda r: (
+        "xa"
+        + f"pp-1-A{_s(r, _UPPER_DIGITS, 10)}-{_s(r, string.digits, 13)}-"
+        + _s(r, string.hexdigits.lower()[:16], 64)
+    ),
     "slack_webhook": lambda r: (
         "https://hooks.slack"
         + ".com/services/T"
@@ -109,6 +131,10 @@ GENERATORS: dict[str, Callable[[random.Random], str]] = {
     "pem_json": lambda r: _pem(r, "PRIVATE KEY", joiner="\\n") + "\\n",
     "pem_pgp": lambda r: _pem(r, "PGP PRIVATE KEY BLOCK"),
     "password": _password,
+    # An unencoded "@" inside a URL's password: everything up to the last "@" is the password.
+    "password_at": lambda r: _password(r) + "@" + _password(r),
+    "putty_ed25519": lambda r: _putty(r, 3, "ssh-ed25519", 1, 1),
+    "putty_rsa": lambda r: _putty(r, 2, "ssh-rsa", 6, 14),
     "hex32": lambda r: _s(r, "0123456789abcdef", 32),
     "hex40": lambda r: _s(r, "0123456789abcdef", 40),
     "django": lambda r: "django-insecure-" + _s(r, _ALNUM + "!@#%^&*(-_=+)", 50),
@@ -128,11 +154,15 @@ class Case:
 
 
 def _fragments(secret: str) -> list[str]:
-    """What must not survive of one secret: the whole value, and for a PEM block each
-    line of its body (a partial cut would still leak key material)."""
+    """What must not survive of one secret: the whole value, for a key block each line of
+    its body (a partial cut would still leak key material), and for a password with an "@"
+    each piece around it (a cut at the first "@" left the tail)."""
+    lines = secret.replace("\\n", "\n").splitlines()
     if "PRIVATE KEY" in secret:
-        return [ln for ln in secret.replace("\\n", "\n").splitlines()[1:-1] if len(ln) >= 16]
-    return [secret]
+        return [ln for ln in lines[1:-1] if len(ln) >= 16]
+    if secret.startswith("PuTTY"):
+        return [ln for ln in lines[1:] if len(ln) >= 16]
+    return [secret, *(piece for piece in secret.split("@") if len(piece) >= 8)]
 
 
 def fill(template: str, rng: random.Random) -> Case:
