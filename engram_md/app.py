@@ -24,7 +24,7 @@ from .index import MemoryIndex
 from .indexer import Indexer
 from .journal import Journal
 from .llm_extractor import LLMExtractor, Usage
-from .lock import START_WAIT_SECONDS, WriterLock
+from .lock import WriterLock
 from .offline_extractor import OfflineExtractor
 from .paths import MemoryLayout
 from .pipeline import Pipeline
@@ -37,6 +37,11 @@ from .structure import Structure
 from .telemetry import ActionLog
 
 log = logging.getLogger(__name__)
+
+
+# A writer commits its index writes to LanceDB at most this often (MemoryIndex.hold_writes):
+# each commit is slow and costs memory for good; searches in this process see writes at once.
+HELD_INDEX_WRITE_SECONDS = 1.0
 
 
 def layout_for(cfg: Config) -> MemoryLayout:
@@ -78,14 +83,13 @@ def open_engine(
     extractor: Extractor | None = None,
     embedder: Embedder | None = None,
     with_index: bool = True,
-    lock_wait: float = START_WAIT_SECONDS,
 ) -> Engine:
     layout = layout_for(cfg)
     layout.ensure()
     lock = WriterLock(layout.lock_path, memory_dir=layout.memory_dir)
     # Waits out a recall that holds the lock for a moment (see RecallSession); a running
     # daemon holds it for good and is still refused, only a little later.
-    lock.acquire(wait_seconds=lock_wait)
+    lock.acquire()
     try:
         # A kill -9 between a temp write and its rename leaves the temp file: ours to clear.
         swept = sweep_temp_files(layout.memory_dir) + sweep_temp_files(layout.state_dir)
@@ -98,6 +102,7 @@ def open_engine(
         if with_index:
             embedder = embedder or open_embedder(cfg, layout)
             indexer = Indexer.open(cfg, layout, store, embedder)
+            indexer.index.hold_writes(HELD_INDEX_WRITE_SECONDS)
         if extractor is None:
             if cfg.llm.enabled:
                 extractor = LLMExtractor(cfg.llm, usage)
@@ -173,7 +178,7 @@ class RecallSession:
         # on the same memory folder with another state directory does not keep this index true.
         lock = WriterLock(self.layout.lock_path)
         try:
-            lock.acquire()
+            lock.acquire(wait_seconds=0)  # never wait: a writer holding it keeps the index true
         except LockError:
             self.index = MemoryIndex.open(self.layout.index_dir, self.embedder, may_rebuild=False)
         else:

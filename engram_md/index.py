@@ -21,6 +21,15 @@ Where the work happens, and why:
   incrementally after writes.
 * Writes from another process are noticed by the table version, checked at most once a
   second; the resident copy is then reloaded.
+* A long-running writer (the daemon) may hold its writes back (:meth:`MemoryIndex.hold_writes`):
+  each write reaches the resident copy at once, so this process's searches see it, but
+  LanceDB gets them together, at most once per period and always before LanceDB itself is
+  asked anything. Every LanceDB commit costs tens of milliseconds and leaves native memory
+  behind that the process never gets back (measured: a few KB per commit, whatever the
+  cache sizes), so committing once a second instead of once per extraction batch keeps a
+  busy daemon fast and its memory flat. A kill -9 loses at most that period's rows, which
+  the reconcile at the next start restores from the files, as after any crash between a
+  file write and its index write.
 """
 
 from __future__ import annotations
@@ -371,6 +380,10 @@ class MemoryIndex:
         self._resident: _Resident | None = None
         self._checked_at = 0.0
         self._writes_since_optimize = 0
+        # Held-back writes (see hold_writes): applied to the resident copy, not yet committed.
+        self._hold_seconds = 0.0
+        self._held: list[pa.Table] = []
+        self._held_since = 0.0
 
     # ------------------------------------------------------------------ opening
 
@@ -435,6 +448,15 @@ class MemoryIndex:
 
     # ------------------------------------------------------------------ writing
 
+    def hold_writes(self, seconds: float) -> None:
+        """Commit upserts to LanceDB at most every ``seconds`` (see the module docstring);
+        0 commits each one at once. Held writes are committed by :meth:`commit`, by
+        :meth:`close`, and before anything asks LanceDB."""
+        with self._lock:
+            self._hold_seconds = max(0.0, seconds)
+            if not self._hold_seconds:
+                self._commit_held()
+
     def upsert(self, rows: Sequence[IndexRow]) -> None:
         """Insert or replace rows by id; rows without a vector are embedded in one batch."""
         if not rows:
@@ -444,23 +466,53 @@ class MemoryIndex:
         vectors = self._vectors_for(unique)
         data = self._to_arrow(unique, vectors)
         with self._lock, _mapped("upsert"):
-            before = self._table.version
-            crashpoint("index.upsert")
-            (
-                self._table.merge_insert("id")
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .execute(data)
-            )
+            if self._hold_seconds:
+                self._current().append(data, vectors)
+                if not self._held:
+                    self._held_since = time.monotonic()
+                self._held.append(data)
+                self.commit(due_only=True)
+                return
+            self._merge(data)
             if self._resident is not None:
                 self._resident.append(data, vectors)
-            self._wrote(before, 1)
+            self._wrote(self._table.version - 1, 1)
+
+    def commit(self, *, due_only: bool = False) -> None:
+        """Commit held writes now (``due_only``: only if the oldest has waited its period)."""
+        with self._lock, _mapped("upsert"):
+            if due_only and time.monotonic() - self._held_since < self._hold_seconds:
+                return
+            self._commit_held()
+
+    def close(self) -> None:
+        """Commit what is held; the index stays usable."""
+        self.commit()
+
+    def _commit_held(self) -> None:
+        if not self._held:
+            return
+        data = _last_per_id(pa.concat_tables(self._held))
+        self._held = []
+        # The resident copy already holds these rows: keep it, unless someone else wrote.
+        self._merge(data)
+        self._wrote(self._table.version - 1, 1)
+
+    def _merge(self, data: pa.Table) -> None:
+        crashpoint("index.upsert")
+        (
+            self._table.merge_insert("id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(data)
+        )
 
     def delete(self, ids: Sequence[str]) -> None:
         unique = list(dict.fromkeys(ids))
         if not unique:
             return
         with self._lock, _mapped("delete"):
+            self._commit_held()
             before = self._table.version
             chunks = list(_chunks(unique, _ID_CHUNK))
             for chunk in chunks:
@@ -597,6 +649,7 @@ class MemoryIndex:
         if k <= 0 or not query.strip():
             return []
         with self._lock:
+            self._commit_held()  # LanceDB answers this one: it must hold every row
             self._current()  # notice other writers before asking LanceDB
         limit = k * _FTS_OVERFETCH if where else k
         ids, scores = self._fts(query, limit, None)
@@ -697,6 +750,7 @@ class MemoryIndex:
         older version fail, and a write in flight elsewhere would be corrupted.
         """
         with self._lock, _mapped("purge"):
+            self._commit_held()
             self._table.checkout_latest()
             self._table.update(values_sql={"id": "id"})  # every row moves to new files
             self._table.create_index("content", config=_fts_config(), name=_FTS_INDEX)
@@ -711,6 +765,7 @@ class MemoryIndex:
         self, keep: timedelta = _KEEP_OLD_VERSIONS, *, unverified: bool = False
     ) -> None:
         with _mapped("optimize"):
+            self._commit_held()
             before = self._table.version
             self._table.optimize(cleanup_older_than=keep, delete_unverified=unverified)
             self._writes_since_optimize = 0
@@ -727,6 +782,8 @@ class MemoryIndex:
         if self._resident is not None and now - self._checked_at < _FRESHNESS_SECONDS:
             return self._resident
         with _mapped("read"):
+            # Held writes first: the version check below must not mistake them for missing.
+            self._commit_held()
             self._table.checkout_latest()
             version = self._table.version
             if self._resident is None or self._resident.version != version:
@@ -760,6 +817,7 @@ class MemoryIndex:
         return mask & resident.alive[:n]
 
     def _matching_ids(self, where: str) -> pa.Array:
+        self._commit_held()  # LanceDB evaluates the filter: it must hold every row
         found = self._table.search().where(where).select(["id"]).limit(None).to_arrow()
         return found.column("id").combine_chunks()
 
@@ -827,6 +885,14 @@ def _is_in(values: pa.ChunkedArray | pa.Array, value_set: pa.Array) -> np.ndarra
     if isinstance(result, pa.ChunkedArray):
         result = result.combine_chunks()
     return np.asarray(result.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _last_per_id(table: pa.Table) -> pa.Table:
+    """The rows of ``table`` with the last row for each id only (writes held back in order)."""
+    last = {row_id: i for i, row_id in enumerate(table.column("id").to_pylist())}
+    if len(last) == table.num_rows:
+        return table
+    return table.take(pa.array(sorted(last.values()), pa.int64()))
 
 
 def _vector_matrix(table: pa.Table, dim: int) -> np.ndarray:

@@ -29,6 +29,7 @@ watcher's thread can both call in.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import stat
@@ -40,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import regex
 
-from .atomic import is_temp_file
+from .atomic import atomic_write_bytes, is_temp_file
 from .boxes import Box
 from .boxindex import box_row, sync_boxes
 from .config import Config
@@ -263,6 +264,11 @@ class Indexer:
 
     def close(self) -> None:
         self.flush()
+        self.index.close()
+
+    def idle(self) -> None:
+        """Nothing is being written: commit held index writes whose period is over."""
+        self.index.commit(due_only=True)
 
     # ------------------------------------------------------------ reconcile
     def reconcile(self, progress: Progress | None = None, *, full: bool = False) -> ReconcileReport:
@@ -698,9 +704,11 @@ class Indexer:
             self._centroid_path.unlink(missing_ok=True)
             return
         self._snapshot = (self._sum.copy(), self._count)
-        tmp = self._centroid_path.with_name(".centroid.tmp.npz")
-        np.savez(tmp, sum=self._sum, count=np.array([self._count]), model=self.embedder.model_id)
-        os.replace(tmp, self._centroid_path)
+        # Built in memory and written like every state file (temp file named for doctor and
+        # the start-up sweep, fsync, rename), so a crash leaves no orphan they cannot see.
+        data = io.BytesIO()
+        np.savez(data, sum=self._sum, count=np.array([self._count]), model=self.embedder.model_id)
+        atomic_write_bytes(self._centroid_path, data.getvalue())
 
     # ------------------------------------------------------------ bookkeeping
     def _rel(self, path: Path) -> str | None:

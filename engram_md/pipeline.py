@@ -49,6 +49,8 @@ class Indexer(Protocol):
 
     def batch_done(self) -> None: ...
 
+    def idle(self) -> None: ...
+
 
 class Organizer(Protocol):
     """What the pipeline needs from the structure stage (boxes, traces, graph edges);
@@ -148,9 +150,12 @@ class Pipeline:
 
     def flush_idle(self) -> None:
         """Extract the sessions that went quiet (wall clock); the daemon calls this while it
-        waits for input. A failure keeps the turns like any other batch's (`hold`)."""
+        waits for input. A failure keeps the turns like any other batch's (`hold`). Index
+        writes held back meanwhile are committed once their period is over."""
         for batch in self.buffer.idle_batches():
             self._run(batch, final=False)
+        if self.indexer is not None:
+            self.indexer.idle()
 
     def flush(self) -> bool:
         """Extract everything buffered (end of input, SIGTERM). False if turns remain pending."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -326,3 +327,52 @@ def test_rows_are_built_once_and_follow_updates(index: MemoryIndex) -> None:
     again = index.get(["f-uv"])["f-uv"]
     assert again.content == "Dana now prefers poetry over uv"
     assert index.text_search("poetry", 3)[0].row.content == again.content
+
+
+def _stored_ids(path: Path) -> set[str]:
+    """What LanceDB itself holds, read through a separate handle (another process's view)."""
+    other = MemoryIndex.open(path, FakeEmbedder())
+    return set(other.manifest())
+
+
+def test_held_writes_are_searchable_here_and_committed_before_lancedb_is_asked(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "index"
+    idx = MemoryIndex.open(path, FakeEmbedder())
+    idx.upsert([row("a", "apples are red")])
+    idx.hold_writes(3600)
+    idx.upsert([row("b", "bananas are yellow")])
+    idx.upsert([row("b", "bananas are green when unripe")])
+    # This process sees the write at once; LanceDB does not have it yet.
+    assert idx.get(["b"])["b"].content == "bananas are green when unripe"
+    assert [h.row.id for h in idx.vector_search(idx.get(["b"])["b"].vector, 1)] == ["b"]
+    assert _stored_ids(path) == {"a"}
+    # Text search is answered by LanceDB, so it commits first; the last write of an id wins.
+    assert [h.row.id for h in idx.text_search("unripe", 5)] == ["b"]
+    stored = MemoryIndex.open(path, FakeEmbedder())
+    assert stored.get(["b"])["b"].content == "bananas are green when unripe"
+    assert stored.count() == 2
+
+
+def test_held_writes_are_committed_when_due_on_close_and_before_a_delete(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "index"
+    idx = MemoryIndex.open(path, FakeEmbedder())
+    idx.hold_writes(3600)
+    idx.upsert([row("a", "apples are red")])
+    idx.commit(due_only=True)
+    assert _stored_ids(path) == set()  # not due yet
+    idx.hold_writes(0.01)
+    idx.upsert([row("b", "bananas are yellow")])
+    time.sleep(0.02)
+    idx.commit(due_only=True)
+    assert _stored_ids(path) == {"a", "b"}
+    idx.hold_writes(3600)
+    idx.upsert([row("c", "cherries are dark")])
+    idx.delete(["a"])
+    assert _stored_ids(path) == {"b", "c"}
+    idx.upsert([row("d", "dates are sweet")])
+    idx.close()
+    assert _stored_ids(path) == {"b", "c", "d"}
