@@ -39,14 +39,16 @@ class WriterLock:
         self.memory_dir = memory_dir
         self._fds: list[int] = []
 
-    def acquire(self, *, wait_seconds: float = 0.0) -> None:
+    def acquire(self, *, wait_seconds: float | None = None) -> None:
         """Take the lock, or raise :class:`LockError` naming the holder and the folder.
 
-        With ``wait_seconds`` the attempt is repeated every 50 ms for that long before giving
-        up (polling rather than blocking, so the wait is bounded and both locks are always
-        taken together or not at all).
+        The attempt is repeated every 50 ms for ``wait_seconds`` (default
+        :data:`START_WAIT_SECONDS`, what every writing command waits) before giving up:
+        polling rather than blocking, so the wait is bounded and both locks are always taken
+        together or not at all. A reader that only wants the lock if it is free passes 0.
         """
-        deadline = time.monotonic() + wait_seconds
+        wait = START_WAIT_SECONDS if wait_seconds is None else wait_seconds
+        deadline = time.monotonic() + wait
         while True:
             refusal = self._try()
             if refusal is None:

@@ -96,6 +96,13 @@ class Cli:
         }
 
 
+@pytest.fixture(autouse=True)
+def short_lock_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In this process a refused writer gives up after 0.2 s instead of the real 5 s, so the
+    many refusal tests stay quick; CLI subprocesses keep the real wait."""
+    monkeypatch.setattr("engram_md.lock.START_WAIT_SECONDS", 0.2)
+
+
 @pytest.fixture
 def cli(tmp_path: Path) -> Cli:
     return Cli(tmp_path)

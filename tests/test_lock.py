@@ -163,7 +163,7 @@ def test_a_waiting_acquire_gets_the_lock_once_a_brief_holder_lets_go(tmp_path: P
     timer.start()
     try:
         with pytest.raises(LockError):
-            WriterLock(path, memory_dir=memory).acquire()  # no wait: refused at once
+            WriterLock(path, memory_dir=memory).acquire(wait_seconds=0)  # refused at once
         waiting = WriterLock(path, memory_dir=memory)
         waiting.acquire(wait_seconds=5)
     finally:
