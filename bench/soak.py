@@ -51,7 +51,14 @@ from .soak_data import (
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 PARTS = ("load", "crash", "fuzz")
-FUZZ_TESTS = ("tests/test_fuzz.py",)
+# The hostile-input tests: properties read ENGRAM_FUZZ_EXAMPLES; the corpora run whole.
+FUZZ_TESTS = (
+    "tests/test_fuzz.py",
+    "tests/test_path_safety.py",
+    "tests/test_sanitize.py",
+    "tests/test_secret_corpus.py",
+    "tests/test_injection.py",
+)
 
 
 # ---- load ------------------------------------------------------------------------------------
@@ -227,6 +234,7 @@ def run_load(
         "llm_usage": usage,
         "rss": rss_summary(samples),
         "rss_series": _thin(samples, 60),
+        "rss_svg": rss_svg(_thin(samples, 400), turns),
         "audit": result.to_dict(),
         "lost": result.lost,
         "duplicated": result.duplicated,
@@ -242,6 +250,44 @@ def run_load(
         and not result.outcomes["pending"]
         and not problems,
     }
+
+
+def rss_svg(samples: list[dict[str, float]], turns: int) -> str:
+    """RSS (MB) and turns processed over time as a small SVG chart, for docs/RELIABILITY.md."""
+    width, height, pad = 640, 240, 40
+    end = max(samples[-1]["t"], 1.0) if samples else 1.0
+    top = max((s["rss_mb"] for s in samples), default=1.0) * 1.1
+
+    def x(t: float) -> float:
+        return pad + (width - 2 * pad) * t / end
+
+    def y(value: float, scale: float) -> float:
+        return height - pad - (height - 2 * pad) * value / scale
+
+    rss = " ".join(f"{x(s['t']):.1f},{y(s['rss_mb'], top):.1f}" for s in samples)
+    done = " ".join(f"{x(s['t']):.1f},{y(s['done'], max(turns, 1)):.1f}" for s in samples)
+    half = x(end / 2)
+    return "\n".join(
+        [
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            'font-family="sans-serif" font-size="11">',
+            f'<rect width="{width}" height="{height}" fill="white"/>',
+            f'<line x1="{half:.1f}" y1="{pad}" x2="{half:.1f}" y2="{height - pad}" '
+            'stroke="#bbb" stroke-dasharray="4 3"/>',
+            f'<text x="{half + 4:.1f}" y="{pad + 10}" fill="#888">warm-up | measured</text>',
+            f'<polyline points="{done}" fill="none" stroke="#7a7" stroke-width="1.5"/>',
+            f'<polyline points="{rss}" fill="none" stroke="#c33" stroke-width="2"/>',
+            f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" '
+            'stroke="#333"/>',
+            f'<text x="{pad}" y="{pad - 8}" fill="#c33">RSS, MB (max {top / 1.1:.0f})</text>',
+            f'<text x="{width - pad}" y="{pad - 8}" fill="#7a7" text-anchor="end">'
+            f"turns processed (of {turns})</text>",
+            f'<text x="{pad}" y="{y(0, top) + 14:.1f}">0</text>',
+            f'<text x="{width - pad}" y="{height - pad + 14}" text-anchor="end">'
+            f"{end / 60:.0f} min</text>",
+            "</svg>",
+        ]
+    )
 
 
 def _thin(samples: list[dict[str, float]], keep: int) -> list[dict[str, float]]:
@@ -426,6 +472,9 @@ def main(argv: list[str] | None = None) -> int:
 
     out = args.out or RESULTS / f"soak-{started:%Y-%m-%d}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
+    svg = results.get("load", {}).pop("rss_svg", None)
+    if svg is not None:
+        out.with_suffix(".rss.svg").write_text(svg + "\n", encoding="utf-8")
     out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print()
     for line in summary_lines(results):
