@@ -30,7 +30,7 @@ from .config import LLMConfig
 from .crashpoints import crashpoint
 from .errors import LLMOutputError, LLMUnavailable
 from .extractor import Discard
-from .models import CandidateFact, Category, Role, Source, Turn
+from .models import CandidateFact, Category, Source, Turn
 from .paths import safe_slug
 from .prompts import ENTITY_TYPES, PRIORITY, SCHEMA, SYSTEM_PROMPT, user_prompt
 
@@ -201,12 +201,6 @@ def _entity_slugs(values: Sequence[str]) -> tuple[str, ...]:
     return tuple(out[:MAX_ENTITIES])
 
 
-def _is_person(turn: Turn) -> bool:
-    """A person's turn, as the pipeline decides what to extract from (``pipeline._is_person``):
-    the user, or a named speaker that is not the system (both sides of a two-person talk)."""
-    return turn.role is Role.USER or (turn.speaker is not None and turn.role is not Role.SYSTEM)
-
-
 def _source_ids(
     values: Sequence[str], known: Mapping[str, Turn], fallback: tuple[str, ...]
 ) -> tuple[str, ...]:
@@ -274,7 +268,7 @@ def validate_answer(
         ) from exc
 
     by_id = {t.id: t for t in turns}
-    person_ids = tuple(t.id for t in turns if _is_person(t))
+    person_ids = tuple(t.id for t in turns if t.from_person)
     session = turns[0].session
     kept: list[tuple[int, CandidateFact]] = []
     discarded: list[Discard] = []
@@ -295,7 +289,7 @@ def validate_answer(
             discarded.append(Discard(source_ids, INVALID_FACT, content[:PREVIEW_CHARS]))
             continue
         sources = [by_id[i] for i in source_ids]
-        people = [t for t in sources if _is_person(t)]
+        people = [t for t in sources if t.from_person]
         if not people:
             discarded.append(Discard(source_ids, NOT_FROM_A_PERSON, content[:PREVIEW_CHARS]))
             continue
@@ -399,12 +393,12 @@ class LLMExtractor:
     def extract(self, turns: Sequence[Turn], speakers: Mapping[str, str]) -> list[CandidateFact]:
         """Candidate facts for one session's turns.
 
-        A batch without user turns asks nothing: assistant turns are only context.
+        A batch without a person's turn asks nothing: assistant turns are only context.
         Afterwards ``last_discarded`` holds the facts this call dropped; it is emptied first, so a
         call that asks nothing or fails never reports the previous call's discards.
         """
         self.last_discarded = ()
-        if not any(t.role is Role.USER for t in turns):
+        if not any(t.from_person for t in turns):
             return []
         prompt = user_prompt(turns, speakers, max_facts=self.cfg.max_facts_per_call)
         answer = self._call_with_retries(SYSTEM_PROMPT, prompt)

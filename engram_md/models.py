@@ -109,6 +109,12 @@ class Turn:
         """Identity of the turn across restarts: replaying the same line gives the same key."""
         return f"{self.session}\x1f{self.id}"
 
+    @property
+    def from_person(self) -> bool:
+        """Said by a person: the user, or a named speaker that is not the system (in a
+        two-person transcript both sides are people). Only such turns become memories."""
+        return self.role is Role.USER or (bool(self.speaker) and self.role is not Role.SYSTEM)
+
 
 @dataclass(frozen=True, slots=True)
 class Signal:

@@ -36,7 +36,7 @@ from .dates import resolve_relative_dates
 from .embeddings import Embedder
 from .errors import EmbeddingError
 from .extractor import Discard
-from .models import CandidateFact, Category, Level, MemoryKind, Role, Source, Turn
+from .models import CandidateFact, Category, Level, MemoryKind, Source, Turn
 from .paths import safe_slug
 from .prompts import PRIORITY
 from .sentences import split_sentences
@@ -511,7 +511,7 @@ class OfflineExtractor:
     def extract(self, turns: Sequence[Turn], speakers: Mapping[str, str]) -> list[CandidateFact]:
         """Candidate facts, then episodes, for ``turns``; ``speakers`` maps turn id → name."""
         self.last_discarded = []
-        people = [t for t in turns if _is_person(t)]
+        people = [t for t in turns if t.from_person]
         known_people = self._known_people(turns, speakers)
         listeners = self._listeners(turns, speakers)
         facts: list[CandidateFact] = []
@@ -552,7 +552,7 @@ class OfflineExtractor:
     @staticmethod
     def _known_people(turns: Sequence[Turn], speakers: Mapping[str, str]) -> frozenset[str]:
         names = {t.speaker for t in turns if t.speaker}
-        names |= {speakers[t.id] for t in turns if t.id in speakers and _is_person(t)}
+        names |= {speakers[t.id] for t in turns if t.id in speakers and t.from_person}
         return frozenset(n for n in names if n and not n.lower().startswith("the "))
 
     @staticmethod
@@ -561,7 +561,7 @@ class OfflineExtractor:
         assistant (a user turn without a speaker name talks to the assistant)."""
         named: dict[str, set[str]] = {}
         for t in turns:
-            if t.speaker and _is_person(t):
+            if t.speaker and t.from_person:
                 named.setdefault(t.session, set()).add(speakers.get(t.id) or t.speaker)
         out: dict[str, str] = {}
         for t in turns:
@@ -818,12 +818,6 @@ def _is_object(before: str) -> bool:
         return False
     last = words[-1].lower()
     return last in _OBJECT_CONTEXT or last in _IRREGULAR_PAST or last.endswith("ed")
-
-
-def _is_person(turn: Turn) -> bool:
-    if turn.role is Role.SYSTEM:
-        return False
-    return bool(turn.speaker) or turn.role is Role.USER
 
 
 def _name_words(names: Iterable[str]) -> list[str]:

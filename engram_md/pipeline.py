@@ -24,7 +24,7 @@ from .errors import ExtractionError
 from .extractor import Extractor
 from .hashing import content_hash
 from .journal import Journal
-from .models import CandidateFact, ConfidenceTier, Fact, Level, MemoryKind, Role, Signal, Turn
+from .models import CandidateFact, ConfidenceTier, Fact, Level, MemoryKind, Signal, Turn
 from .sanitize import sanitize_turn
 from .signals import SignalScanner
 from .speakers import SpeakerBook
@@ -144,7 +144,7 @@ class Pipeline:
 
     def _buffer_turn(self, turn: Turn) -> None:
         self.speakers.observe(turn)
-        signal = self.scanner.scan(turn.content) if _is_person(turn) else _NO_SIGNAL
+        signal = self.scanner.scan(turn.content) if turn.from_person else _NO_SIGNAL
         for batch in self.buffer.add(turn, signal):
             self._run(batch, final=False)
 
@@ -176,7 +176,7 @@ class Pipeline:
         return ok
 
     def _run_one(self, batch: Batch, *, final: bool) -> bool:
-        if not any(_is_person(t) for t in batch.turns):
+        if not any(t.from_person for t in batch.turns):
             # Only assistant/system text: nothing a user said, nothing to extract.
             self._done(batch)
             return True
@@ -211,7 +211,7 @@ class Pipeline:
                 preview=dropped.preview,
             )
         if not candidates and any(
-            self.scanner.scan(t.content).level is Level.HIGH for t in batch.turns if _is_person(t)
+            self.scanner.scan(t.content).level is Level.HIGH for t in batch.turns if t.from_person
         ):
             # A strong signal that produced nothing is worth seeing in the telemetry.
             self.actions.record(
@@ -342,11 +342,6 @@ class Pipeline:
 
 
 _NO_SIGNAL = Signal(Level.NONE)
-
-
-def _is_person(turn: Turn) -> bool:
-    """A person's turn: the user, or a named speaker in a two-person transcript."""
-    return turn.role is Role.USER or (turn.speaker is not None and turn.role is not Role.SYSTEM)
 
 
 def _split(batch: Batch, size: int) -> Sequence[Batch]:

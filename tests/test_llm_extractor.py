@@ -466,6 +466,21 @@ def test_named_speakers_of_a_two_person_talk_are_people(server: FakeOpenAI) -> N
     assert [d.reason for d in ex.last_discarded] == ["not_from_a_person"]
 
 
+def test_a_batch_of_the_second_speaker_alone_is_asked(server: FakeOpenAI) -> None:
+    """The buffer may cut a batch holding only the other person's turns (transcript role
+    assistant, but named): that person's facts are extracted like the user's."""
+    turns = [_turn("a1", Role.ASSISTANT, "I adopted a second dog in May.", 1, speaker="Melanie")]
+    server.script(_reply(_fact(content="Melanie adopted a second dog.", source_turn_ids=["a1"])))
+    with _extractor(server) as ex:
+        facts = ex.extract(turns, {})
+    assert len(server.requests) == 1
+    assert [(f.content, f.speaker) for f in facts] == [("Melanie adopted a second dog.", "Melanie")]
+    unnamed = [_turn("a2", Role.ASSISTANT, "Sure, here is a summary.", 2)]
+    with _extractor(server) as ex:
+        assert ex.extract(unnamed, {}) == []
+    assert len(server.requests) == 1  # an assistant alone is only context: nothing asked
+
+
 def test_without_person_turns_nothing_is_kept_and_nothing_raises() -> None:
     """The fallback for a fact without ids is the batch's person turns; with none it used to
     be empty and the fact's time a max() of nothing (ValueError)."""
