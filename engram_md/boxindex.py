@@ -67,11 +67,6 @@ def box_row(layout: MemoryLayout, path: Path, box: Box, mtime_ns: int) -> IndexR
     )
 
 
-def upsert_box(index: MemoryIndex, layout: MemoryLayout, path: Path, box: Box) -> None:
-    """Index one sealed box (the daemon calls this as it seals)."""
-    index.upsert([box_row(layout, path, box, path.stat().st_mtime_ns)])
-
-
 def sync_boxes(index: MemoryIndex, layout: MemoryLayout) -> BoxSync:
     """Make the box rows match the box files: new and edited files indexed, gone ones removed."""
     files: dict[str, tuple[Path, int]] = {}

@@ -18,7 +18,6 @@ from typer.testing import CliRunner
 from engram_md import forget as forget_mod
 from engram_md.app import layout_for
 from engram_md.boxfile import read_box
-from engram_md.boxindex import upsert_box
 from engram_md.cli import app
 from engram_md.config import Config, load_config
 from engram_md.doctor import examine
@@ -125,13 +124,7 @@ def build_folder(root: Path, *, seal_open: bool = False) -> Folder:
     store = MemoryStore.open(layout)
     emb = embedder_for(layout)
     indexer = Indexer.open(cfg, layout, store, emb)
-    index = indexer.index
-    structure = Structure(
-        cfg,
-        layout,
-        ActionLog(layout.actions_path),
-        on_seal=lambda path, box: upsert_box(index, layout, path, box),
-    )
+    structure = Structure(cfg, layout, ActionLog(layout.actions_path), on_seal=indexer.upsert_box)
     facts: dict[str, Fact] = {}
     paths: dict[str, Path] = {}
     for session, minute, category, text in STATEMENTS:
