@@ -76,11 +76,11 @@ _AUTO_OPTIMIZE_WRITES = 32
 # time, since every cleanup walks all the versions it keeps (thousands an hour in a daemon).
 _KEEP_OLD_VERSIONS = timedelta(minutes=1)
 # LanceDB caches index and table metadata per version and, by default, lets the caches grow
-# to gigabytes; a daemon writes a new version per extraction batch, so the caches fill with
-# versions it will never read again and its memory grows with its input. These bounds hold
-# the current full-text and id indexes of a large folder (tens of MB at 100k memories).
-_INDEX_CACHE_BYTES = 128 << 20
-_METADATA_CACHE_BYTES = 32 << 20
+# to gigabytes; a writer makes new versions all the time, so the caches fill with versions it
+# will never read again and its memory grows with its input. Text search over 100k rows is
+# as fast with a 16 MB index cache as with 128 MB (p50 5 ms, p95 6-8 ms; 4 MB doubles p95).
+_INDEX_CACHE_BYTES = 32 << 20
+_METADATA_CACHE_BYTES = 16 << 20
 # How often a reader looks for writes made by another process.
 _FRESHNESS_SECONDS = 1.0
 # Long id lists are split so a generated SQL filter stays a reasonable size.
