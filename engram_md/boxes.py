@@ -61,6 +61,17 @@ class BoxMember:
     importance: float = 0.0
     created: datetime | None = None
 
+    @classmethod
+    def of(cls, fact: Fact, rel_path: str) -> BoxMember:
+        return cls(
+            id=fact.id,
+            path=rel_path,
+            statement=fact.content,
+            category=fact.category.value,
+            importance=fact.importance,
+            created=fact.created,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class OpenBox:
@@ -176,14 +187,7 @@ class BoxBuilder:
     def join(self, fact: Fact, rel_path: str) -> OpenBox:
         """Add ``fact`` to its session's open box (opening one), and save the state."""
         box = self._open.get(fact.session)
-        member = BoxMember(
-            id=fact.id,
-            path=rel_path,
-            statement=fact.content,
-            category=fact.category.value,
-            importance=fact.importance,
-            created=fact.created,
-        )
+        member = BoxMember.of(fact, rel_path)
         counts = Counter(dict(box.topic_counts)) if box is not None else Counter[str]()
         counts.update(self.topics_of(fact))
         topic_counts = tuple(sorted(counts.items()))

@@ -816,7 +816,7 @@ def _add_box_members(layout: MemoryLayout, path: Path, joining: list[tuple[str, 
     """Write the sealed box at ``path`` again with ``joining`` (rel, fact) among its members,
     as its seal would have written it: members in the order said, summary, goal and topics
     made from all of them (:func:`engram_md.forget.drop_box_members` in reverse)."""
-    from .boxes import Summarizer
+    from .boxes import BoxMember, Summarizer
     from .boxfile import read_box, render_box
     from .boxindex import box_text
     from .forget import BoxEdit, ranked_topics
@@ -825,12 +825,12 @@ def _add_box_members(layout: MemoryLayout, path: Path, joining: list[tuple[str, 
     # A box file keeps its members' statements and links only: what ordering and the
     # summary need comes from the fact files, as when the box was sealed.
     read = [(m, _read_member(layout, m.path)) for m in box.members]
-    members = [_box_member(m.path, f) if f is not None else m for m, f in read]
+    members = [BoxMember.of(f, m.path) if f is not None else m for m, f in read]
     facts = {m.id: f for m, f in read}
     for rel, fact in sorted(joining, key=lambda item: (item[1].created, item[1].id)):
         if fact.id not in facts:  # two files may hold one id
             facts[fact.id] = fact
-            _insert_in_order(members, _box_member(rel, fact))
+            _insert_in_order(members, BoxMember.of(fact, rel))
     said = Summarizer().summarize(tuple(members))
     created = [f.created for _, f in joining]
     new = replace(
@@ -845,19 +845,6 @@ def _add_box_members(layout: MemoryLayout, path: Path, joining: list[tuple[str, 
     )
     atomic_write_text(path, render_box(new))
     return BoxEdit(box.id, path, (), False, box_text(box))
-
-
-def _box_member(rel: str, fact: Fact) -> BoxMember:
-    from .boxes import BoxMember
-
-    return BoxMember(
-        id=fact.id,
-        path=rel,
-        statement=fact.content,
-        category=fact.category.value,
-        importance=fact.importance,
-        created=fact.created,
-    )
 
 
 def _insert_in_order(members: list[BoxMember], member: BoxMember) -> None:
