@@ -175,7 +175,9 @@ class FileTail:
         except OSError:
             return
         cursor = self.cursors.get(self.path)
-        if cursor.inode and (cursor.inode != stat.st_ino or stat.st_size < cursor.offset):
+        # A cursor past the end (a truncated file, or a damaged cursor file, whose inode may
+        # be missing) or on another inode starts over; the journal skips what it has seen.
+        if cursor.offset > stat.st_size or (cursor.inode and cursor.inode != stat.st_ino):
             log.info("%s was replaced or truncated; reading it from the start", self.path)
             cursor = Cursor()
         if stat.st_size == cursor.offset and cursor.inode == stat.st_ino:

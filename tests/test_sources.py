@@ -217,6 +217,17 @@ def test_tail_restarts_when_the_file_is_truncated(tmp_path: Path, transcript: Pa
     assert store.get(transcript).lineno == 1
 
 
+@pytest.mark.parametrize("offset", [10_000, 2**44, 2**63])
+def test_a_cursor_past_the_end_without_an_inode_starts_over(
+    tmp_path: Path, transcript: Path, offset: int
+) -> None:
+    """A damaged cursor file may hold any offset and no inode: seeking there raised."""
+    cursors = tmp_path / "cursors.json"
+    cursors.write_text(json.dumps({str(transcript.resolve()): {"offset": offset}}))
+    turns, errors = drain(FileTail(transcript, CursorStore(cursors)))
+    assert [t.id for t in turns] == ["m1", "m2"] and errors == []
+
+
 def test_tail_restarts_when_the_file_is_replaced(tmp_path: Path, transcript: Path) -> None:
     store = CursorStore(tmp_path / "cursors.json")
     tail = FileTail(transcript, store)
