@@ -16,20 +16,21 @@ Where the work happens, and why:
   than LanceDB's own vector search at the sizes a memory folder reaches (measured: 100k rows
   x 384 dims in ~6 ms, against 10-15 ms for an IVF-PQ index that also took minutes to train
   and gave approximate answers), and reading hits from memory avoids the per-query cost of
-  fetching twenty columns from disk. ``where`` filters are still evaluated by LanceDB (so any
-  SQL it accepts works); their result is kept per filter as a row mask and extended
-  incrementally after writes.
+  fetching twenty columns from disk. ``where`` filters of the form ``col = 'v' AND ...``
+  (all the library uses) are evaluated on the resident columns; any other SQL is LanceDB's.
+  The result is kept per filter as a row mask and extended incrementally after writes.
 * Writes from another process are noticed by the table version, checked at most once a
   second; the resident copy is then reloaded.
 * A long-running writer (the daemon) may hold its writes back (:meth:`MemoryIndex.hold_writes`):
   each write reaches the resident copy at once, so this process's searches see it, but
   LanceDB gets them together, at most once per period and always before LanceDB itself is
-  asked anything. Every LanceDB commit costs tens of milliseconds and leaves native memory
-  behind that the process never gets back (measured: a few KB per commit, whatever the
-  cache sizes), so committing once a second instead of once per extraction batch keeps a
-  busy daemon fast and its memory flat. A kill -9 loses at most that period's rows, which
-  the reconcile at the next start restores from the files, as after any crash between a
-  file write and its index write.
+  asked anything (a text search, an unusual filter, another process's write noticed).
+  Every LanceDB commit costs tens of milliseconds and leaves native memory behind (measured:
+  tens of KB per commit, whatever the cache sizes), so committing every few seconds instead
+  of once per extraction batch keeps a busy daemon fast and its memory level. A kill -9
+  loses at most that period's rows, which the reconcile at the next start restores from the
+  files, as after any crash between a file write and its index write; another process sees
+  the daemon's writes that much later.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ import lancedb  # noqa: E402
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
+import regex  # noqa: E402
 from lancedb.index import FTS, BTree  # noqa: E402
 from lancedb.query import FullTextOperator, MatchQuery  # noqa: E402
 
@@ -181,6 +183,10 @@ _COLUMNS = tuple(_schema(1, "").names)
 _SCALAR_COLUMNS = tuple(name for name in _COLUMNS if name != "vector")
 _TUPLE_COLUMNS = frozenset({"source_turn_ids", "entities", "tags"})
 _TIME_COLUMNS = frozenset({"created", "updated"})
+# Filters on these compare in memory (see MemoryIndex._mask).
+_TEXT_COLUMNS = frozenset(
+    {"id", "path", "kind", "category", "memory_kind", "status", "lifecycle_state", "session"}
+)
 
 
 @contextmanager
@@ -782,13 +788,12 @@ class MemoryIndex:
         if self._resident is not None and now - self._checked_at < _FRESHNESS_SECONDS:
             return self._resident
         with _mapped("read"):
-            # Held writes first: the version check below must not mistake them for missing.
-            self._commit_held()
             self._table.checkout_latest()
-            version = self._table.version
-            if self._resident is None or self._resident.version != version:
+            if self._resident is None or self._resident.version != self._table.version:
+                # Another process wrote: what we hold goes in first, then all is read back.
+                self._commit_held()
                 data = self._table.search().limit(None).to_arrow()
-                self._resident = _Resident(data, self.dim, version)
+                self._resident = _Resident(data, self.dim, self._table.version)
         self._checked_at = now
         return self._resident
 
@@ -796,13 +801,20 @@ class MemoryIndex:
         """Which live positions satisfy ``where``, as LanceDB evaluates it.
 
         Cached per filter: positions only grow, so after a write only the new positions are
-        asked about (by id), and a mask is never recomputed for unchanged rows.
+        asked about, and a mask is never recomputed for unchanged rows. The filters the
+        library itself uses (``column = 'value' AND ...``) are evaluated on the resident
+        columns; any other SQL is LanceDB's, asked by id for the new positions.
         """
         mask = resident.masks.get(where)
         n = resident.n
         ids = resident.columns.column("id")
+        equalities = _equalities(where)
         with _mapped("filter"):
-            if mask is None or n - len(mask) > _MASK_INCREMENTAL_MAX:
+            if equalities is not None:
+                start = 0 if mask is None else len(mask)
+                fresh = _equal_mask(resident.columns.slice(start, n - start), equalities)
+                mask = fresh if mask is None else np.concatenate([mask, fresh])
+            elif mask is None or n - len(mask) > _MASK_INCREMENTAL_MAX:
                 matching = self._matching_ids(where)
                 mask = _is_in(ids, matching)
             elif len(mask) < n:
@@ -885,6 +897,29 @@ def _is_in(values: pa.ChunkedArray | pa.Array, value_set: pa.Array) -> np.ndarra
     if isinstance(result, pa.ChunkedArray):
         result = result.combine_chunks()
     return np.asarray(result.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+_EQUALITY = regex.compile(r"\s*(\w+)\s*=\s*'([^']*)'\s*")
+
+
+def _equalities(where: str) -> list[tuple[str, str]] | None:
+    """``col = 'v' AND col2 = 'w'`` on scalar text columns as pairs, else None (other SQL)."""
+    pairs: list[tuple[str, str]] = []
+    for part in regex.split(r"\bAND\b", where):
+        match = _EQUALITY.fullmatch(part)
+        if match is None or match.group(1) not in _TEXT_COLUMNS:
+            return None
+        pairs.append((match.group(1), match.group(2)))
+    return pairs
+
+
+def _equal_mask(columns: pa.Table, pairs: list[tuple[str, str]]) -> np.ndarray:
+    """Rows where every column equals its value (a null equals nothing, as in SQL)."""
+    mask = np.ones(columns.num_rows, dtype=bool)
+    for name, value in pairs:
+        equal = pc.fill_null(pc.equal(columns.column(name), value), False)
+        mask &= np.asarray(equal.to_numpy(zero_copy_only=False), dtype=bool)
+    return mask
 
 
 def _last_per_id(table: pa.Table) -> pa.Table:

@@ -376,3 +376,32 @@ def test_held_writes_are_committed_when_due_on_close_and_before_a_delete(
     idx.upsert([row("d", "dates are sweet")])
     idx.close()
     assert _stored_ids(path) == {"b", "c", "d"}
+
+
+def test_equality_filters_in_memory_match_lancedb(tmp_path: Path) -> None:
+    idx = MemoryIndex.open(tmp_path / "index", FakeEmbedder())
+    idx.upsert(
+        [
+            row("a", "alpha", status="active"),
+            row("b", "beta", status="superseded"),
+            row("c", "gamma", status="active", kind="box", category="box"),
+            row("d", "delta", status="active", session="other"),
+        ]
+    )
+    vector = idx.get(["a"])["a"].vector
+    for where in (
+        "status = 'active' AND kind = 'fact'",
+        "kind = 'fact'",
+        "status = 'active' AND kind = 'box'",
+        "session = 'other' AND status = 'active'",
+        "status = 'nope'",
+    ):
+        in_memory = {h.row.id for h in idx.vector_search(vector, 10, where=where)}
+        # The same filter with an OR around it is not an equality list: LanceDB answers it.
+        by_lancedb = {h.row.id for h in idx.vector_search(vector, 10, where=f"({where}) OR 1 = 0")}
+        assert in_memory == by_lancedb, where
+    assert {h.row.id for h in idx.vector_search(vector, 10, where="kind = 'fact'")} == {
+        "a",
+        "b",
+        "d",
+    }
