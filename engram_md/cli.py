@@ -92,6 +92,9 @@ def run(
     ] = None,
 ) -> None:
     """The daemon: read turns from stdin and/or watched transcripts, remember what matters."""
+    from .allocator import limit_arenas
+
+    limit_arenas()  # before the native thread pools start (see allocator.py)
     from .app import open_engine, serving
     from .sources import stdin_binary
 

@@ -11,10 +11,12 @@ import logging
 import queue
 import signal
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from .allocator import release_free_memory
 from .pipeline import Pipeline
 from .sources import (
     TRANSCRIPT_SUFFIXES,
@@ -29,6 +31,9 @@ from .transcripts import LineError, TranscriptReader
 
 log = logging.getLogger(__name__)
 
+
+# How often the running daemon hands free native memory back to the system.
+TRIM_SECONDS = 30.0
 
 _STOP = "stop"
 _STDIN_EOF = "stdin-eof"
@@ -91,10 +96,14 @@ class Runner:
         try:
             if watch:
                 self._drain_files(expand_watch_paths(watch))
+            next_trim = time.monotonic() + TRIM_SECONDS
             while not stop.is_set():
                 # Between items, and at least every poll while none come, sessions that went
                 # quiet are extracted instead of waiting for the end of input.
                 self.pipeline.flush_idle()
+                if time.monotonic() >= next_trim:
+                    release_free_memory()  # see allocator.py: keeps a long run's size level
+                    next_trim = time.monotonic() + TRIM_SECONDS
                 try:
                     item = self._queue.get(timeout=0.2)
                 except queue.Empty:

