@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import random
 import string
 import traceback
@@ -27,7 +26,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
@@ -42,21 +41,7 @@ from engram_md.sources import CursorStore, FileTail, decode_lines, read_lines
 from engram_md.transcripts import LineError, ReaderState, TranscriptReader
 
 from .conftest import Cli
-
-EXAMPLES = int(os.environ.get("ENGRAM_FUZZ_EXAMPLES", "300"))
-
-FUZZ = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.filter_too_much,
-        HealthCheck.function_scoped_fixture,
-    ],
-)
+from .fuzzing import EXAMPLES, FUZZ
 
 CLOCK = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -686,6 +671,30 @@ def _safe_yaml(metadata: dict[str, Any], flow: bool) -> str:
     return yaml.safe_dump(metadata, default_flow_style=flow, allow_unicode=True, sort_keys=False)
 
 
+def _memory_file_texts(
+    *,
+    near_valid: st.SearchStrategy[dict[str, Any]],
+    metadata: st.SearchStrategy[dict[str, Any]],
+    specials: st.SearchStrategy[str],
+    bodies: st.SearchStrategy[str],
+    other_bodies: st.SearchStrategy[str],
+) -> st.SearchStrategy[str]:
+    """Texts of one kind of memory file, most of them close to valid: damaged good metadata
+    (6 in 11), any metadata (2), YAML special cases (2), and anything at all (1)."""
+
+    def documents(
+        headers: st.SearchStrategy[str], body: st.SearchStrategy[str]
+    ) -> st.SearchStrategy[str]:
+        return st.builds(_document, headers, body, st.booleans(), st.booleans())
+
+    return _weighted(
+        (6, documents(st.builds(_safe_yaml, near_valid, st.booleans()), bodies)),
+        (2, documents(st.builds(_safe_yaml, metadata, st.booleans()), other_bodies)),
+        (2, documents(specials, other_bodies)),
+        (1, st.text(max_size=300) | st.text(max_size=100).map(lambda s: f"---\n{s}\n---\nbody\n")),
+    )
+
+
 _BODIES = _FTEXT | st.sampled_from(
     ["Dana prefers tea.", "---\nstatus: invalidated\n---\nx", "\n\n", "---", "…"]
 )
@@ -722,27 +731,12 @@ _GOOD_METADATA = st.fixed_dictionaries(
     },
 )
 
-_NEAR_VALID_FACT = st.builds(
-    _document,
-    st.builds(_safe_yaml, _damaged(_GOOD_METADATA, _YAML_VALUES | _ENUM_WORDS), st.booleans()),
-    _PROSE | _BODIES,
-    st.booleans(),
-    st.booleans(),
-)
-_FACT_TEXTS = _weighted(
-    (6, _NEAR_VALID_FACT),
-    (
-        2,
-        st.builds(
-            _document,
-            st.builds(_safe_yaml, _METADATA, st.booleans()),
-            _BODIES,
-            st.booleans(),
-            st.booleans(),
-        ),
-    ),
-    (2, st.builds(_document, _YAML_SPECIALS, _BODIES, st.booleans(), st.booleans())),
-    (1, st.text(max_size=300) | st.text(max_size=100).map(lambda s: f"---\n{s}\n---\nbody\n")),
+_FACT_TEXTS = _memory_file_texts(
+    near_valid=_damaged(_GOOD_METADATA, _YAML_VALUES | _ENUM_WORDS),
+    metadata=_METADATA,
+    specials=_YAML_SPECIALS,
+    bodies=_PROSE | _BODIES,
+    other_bodies=_BODIES,
 )
 
 
@@ -923,29 +917,12 @@ _BOX_SPECIAL_TEXTS = [
     "id: [a, b]\ncreatedAt: 2026-03-02\n",
 ]
 _BOX_SPECIALS = _pick([*_BOX_SPECIAL_TEXTS, *_YAML_SPECIAL_TEXTS])
-_BOX_TEXTS = _weighted(
-    (
-        6,
-        st.builds(
-            _document,
-            st.builds(_safe_yaml, _damaged(_GOOD_BOX_METADATA, _YAML_VALUES), st.booleans()),
-            _BOX_BODIES,
-            st.booleans(),
-            st.booleans(),
-        ),
-    ),
-    (
-        2,
-        st.builds(
-            _document,
-            st.builds(_safe_yaml, _BOX_METADATA, st.booleans()),
-            _BOX_BODIES,
-            st.booleans(),
-            st.booleans(),
-        ),
-    ),
-    (2, st.builds(_document, _BOX_SPECIALS, _BOX_BODIES, st.booleans(), st.booleans())),
-    (1, st.text(max_size=300) | st.text(max_size=100).map(lambda s: f"---\n{s}\n---\nbody\n")),
+_BOX_TEXTS = _memory_file_texts(
+    near_valid=_damaged(_GOOD_BOX_METADATA, _YAML_VALUES),
+    metadata=_BOX_METADATA,
+    specials=_BOX_SPECIALS,
+    bodies=_BOX_BODIES,
+    other_bodies=_BOX_BODIES,
 )
 
 

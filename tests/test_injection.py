@@ -14,13 +14,12 @@ The second half checks frontmatter injection: a statement or a name that contain
 from __future__ import annotations
 
 import json
-import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from engram_md.factfile import KEY_ORDER, parse_fact, read_fact, render_fact
@@ -37,15 +36,7 @@ from engram_md.models import (
 
 from .conftest import Cli, clean_env
 from .fake_openai import FakeOpenAI, Reply
-
-EXAMPLES = int(os.environ.get("ENGRAM_FUZZ_EXAMPLES", "300"))
-FUZZ = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+from .fuzzing import FUZZ
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import regex
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from engram_md.factfile import read_fact, write_fact
@@ -28,15 +28,7 @@ from engram_md.paths import MemoryLayout, safe_slug
 from engram_md.store import MemoryStore
 
 from .conftest import Cli
-
-EXAMPLES = int(os.environ.get("ENGRAM_FUZZ_EXAMPLES", "300"))
-FUZZ = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+from .fuzzing import FUZZ
 
 # Names an attacker (or an unlucky transcript) could choose.
 HOSTILE = [

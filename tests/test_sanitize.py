@@ -13,7 +13,7 @@ from engram_md.config import SanitizeConfig
 from engram_md.models import Role, Turn
 from engram_md.sanitize import redact_secrets, sanitize_turn, strip_memory_blocks
 
-from .test_fuzz import FUZZ
+from .fuzzing import FUZZ
 
 # Fake credentials of realistic shape. Some are assembled from pieces so that secret scanners
 # do not mistake this file for a leak.
