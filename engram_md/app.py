@@ -41,8 +41,8 @@ log = logging.getLogger(__name__)
 
 # A writer commits its index writes to LanceDB at most this often (MemoryIndex.hold_writes):
 # each commit is slow and costs memory for good; searches in this process (recall through the
-# daemon) see writes at once. Measured on the soak's input, 5 s keeps the daemon's size level
-# where 1 s still let it creep (+1 MB per 1,000 turns) and doubles its throughput.
+# daemon) see writes at once. On the soak's input 5 s let the daemon's size creep less than
+# 1 s did; docs/RELIABILITY.md has what it still does.
 HELD_INDEX_WRITE_SECONDS = 5.0
 
 

@@ -169,8 +169,8 @@ class LocalMiniLM:
                 # Inputs vary in shape batch by batch, and onnxruntime's own arena keeps the
                 # peak of every shape it has seen for good: a long-running daemon's size crept
                 # up in steps with each longer batch. Plain malloc (trimmed by the daemon, see
-                # allocator.py) costs ~10% of embedding time; on batches of up to 12 long
-                # texts it held 177 MB instead of 665 MB.
+                # allocator.py) held 177 MB instead of 665 MB on batches of up to 12 long
+                # texts; the soak ran at 59 instead of 85 turns/s (docs/RELIABILITY.md).
                 options.enable_cpu_mem_arena = False
                 options.enable_mem_pattern = False
                 session = ort.InferenceSession(
