@@ -92,9 +92,10 @@ def run(
     ] = None,
 ) -> None:
     """The daemon: read turns from stdin and/or watched transcripts, remember what matters."""
-    from .allocator import limit_arenas
+    from .allocator import limit_arenas, route_arrow_to_malloc
 
     limit_arenas()  # before the native thread pools start (see allocator.py)
+    route_arrow_to_malloc()
     from .app import open_engine, serving
     from .sources import stdin_binary
 

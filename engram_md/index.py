@@ -372,8 +372,15 @@ class MemoryIndex:
     """The table of all memories, opened once and kept open for the life of the process."""
 
     def __init__(
-        self, db: Any, table: Any, embedder: Embedder, dim: int, rebuild_reason: str | None
+        self,
+        path: Path,
+        db: Any,
+        table: Any,
+        embedder: Embedder,
+        dim: int,
+        rebuild_reason: str | None,
     ) -> None:
+        self._path = path
         self._db = db
         self._table = table
         self._schema: pa.Schema = table.schema
@@ -435,7 +442,7 @@ class MemoryIndex:
                 table.create_index("content", config=_fts_config(), name=_FTS_INDEX)
                 # merge_insert and delete look rows up by id.
                 table.create_index("id", config=BTree(), name=_ID_INDEX)
-        return cls(db, table, embedder, dim, reason)
+        return cls(path, db, table, embedder, dim, reason)
 
     @property
     def needs_rebuild(self) -> bool:
@@ -775,6 +782,12 @@ class MemoryIndex:
             before = self._table.version
             self._table.optimize(cleanup_older_than=keep, delete_unverified=unverified)
             self._writes_since_optimize = 0
+            # LanceDB caches metadata and index pages per table and index version, and
+            # compaction has just replaced both: what the caches hold will not be read again,
+            # yet it stays until evicted, so a daemon grew towards the caches' bound over a
+            # whole 100k-turn run. A new connection starts them empty: they keep one cycle.
+            self._db = connect(self._path)
+            self._table = self._db.open_table(TABLE_NAME)
             # Compaction rewrites files, not rows: the resident copy stays true.
             resident = self._resident
             if resident is not None and resident.version == before:
