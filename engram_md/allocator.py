@@ -1,4 +1,5 @@
-"""The C allocator of a long-running process (glibc only; elsewhere these do nothing).
+"""The native allocators of a long-running process (the arena limit and the trim are glibc's
+and do nothing elsewhere; Arrow is routed to malloc everywhere).
 
 LanceDB and onnxruntime work on pools of native threads, and glibc gives each such thread
 its own malloc arena (up to eight per core). Memory freed in an arena is kept by it rather
