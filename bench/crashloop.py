@@ -64,6 +64,7 @@ from .soak_data import (
 
 # Reached while the daemon runs, and while the forget after it runs.
 DAEMON_POINTS = (
+    "index.create",
     "journal.append",
     "llm.before",
     "llm.after",

@@ -64,16 +64,23 @@ FUZZ_TESTS = (
 # ---- load ------------------------------------------------------------------------------------
 
 
-def rss_kb(pid: int) -> int | None:
-    """Resident set size of ``pid`` in kB, or None once it has exited."""
+def rss_kb(pid: int) -> tuple[int, int] | None:
+    """Resident set size of ``pid`` in kB, all of it and its anonymous part (VmRSS, RssAnon),
+    or None once it has exited. The anonymous part is the process's own memory; the rest is
+    file-backed (shared libraries, mapped files), whose resident share depends on the page
+    cache, so only RssAnon levels compare between machines and checkouts."""
+    fields: dict[str, int] = {}
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as handle:
             for line in handle:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
+                name, _, value = line.partition(":")
+                if name in ("VmRSS", "RssAnon"):
+                    fields[name] = int(value.split()[0])
+    except (OSError, ValueError, IndexError):
         return None
-    return None
+    if "VmRSS" not in fields:
+        return None
+    return fields["VmRSS"], fields.get("RssAnon", fields["VmRSS"])
 
 
 def slope(points: list[tuple[float, float]]) -> float:
@@ -89,24 +96,26 @@ def slope(points: list[tuple[float, float]]) -> float:
     return sum((x - mx) * (y - my) for x, y in points) / sxx
 
 
-def rss_summary(samples: list[dict[str, float]]) -> dict[str, Any]:
+def rss_summary(samples: list[dict[str, float]], key: str = "rss_mb") -> dict[str, Any]:
     """Warm-up is the first half of the run; the second half's trend says whether memory
-    keeps growing. Reported as a fitted rise over that half, in MB and as a fraction."""
+    keeps growing. Reported as a fitted rise over that half, in MB and as a fraction.
+    ``key`` picks the series: ``rss_mb`` (VmRSS) or ``anon_mb`` (RssAnon)."""
+    samples = [s for s in samples if key in s]
     if not samples:
         return {}
     end = samples[-1]["t"]
-    late = [(s["t"], s["rss_mb"]) for s in samples if s["t"] >= end / 2]
+    late = [(s["t"], s[key]) for s in samples if s["t"] >= end / 2]
     per_second = slope(late)
     span = (late[-1][0] - late[0][0]) if late else 0.0
     median = sorted(y for _, y in late)[len(late) // 2] if late else 0.0
     rise = per_second * span
-    by_turn = [(s["done"], s["rss_mb"]) for s in samples if s["t"] >= end / 2 and s["done"]]
+    by_turn = [(s["done"], s[key]) for s in samples if s["t"] >= end / 2 and s["done"]]
     progress = [(s["t"], s["done"]) for s in samples if s["t"] >= end / 2 and s["done"]]
     return {
         "samples": len(samples),
-        "first_mb": samples[0]["rss_mb"],
-        "max_mb": max(s["rss_mb"] for s in samples),
-        "last_mb": samples[-1]["rss_mb"],
+        "first_mb": samples[0][key],
+        "max_mb": max(s[key] for s in samples),
+        "last_mb": samples[-1][key],
         "last_half_median_mb": round(median, 1),
         "last_half_slope_mb_per_min": round(per_second * 60, 3),
         "last_half_rise_mb": round(rise, 1),
@@ -170,16 +179,18 @@ def run_load(
             next_report = started + 60
             position = {turn_id: n + 1 for n, turn_id in enumerate(source.ids())}
             while proc.poll() is None:
-                kb = rss_kb(proc.pid)
+                sizes = rss_kb(proc.pid)
+                kb = sizes[0] if sizes is not None else None
                 now = time.monotonic()
                 done = position.get(server.last_turn_id or "", 0)
-                if kb is not None:
+                if sizes is not None:
                     samples.append(
                         {
                             "t": round(now - started, 2),
                             "fed": progress[0],
                             "done": done,
-                            "rss_mb": kb / 1024,
+                            "rss_mb": sizes[0] / 1024,
+                            "anon_mb": sizes[1] / 1024,
                         }
                     )
                 if now >= next_report:
@@ -233,6 +244,7 @@ def run_load(
         "fault_rate": fault_rate,
         "llm_usage": usage,
         "rss": rss_summary(samples),
+        "rss_anon": rss_summary(samples, "anon_mb"),
         "rss_series": _thin(samples, 60),
         "rss_svg": rss_svg(_thin(samples, 400), turns),
         "audit": result.to_dict(),
@@ -298,7 +310,8 @@ def _thin(samples: list[dict[str, float]], keep: int) -> list[dict[str, float]]:
     picked = samples[::step]
     if picked[-1] is not samples[-1]:
         picked.append(samples[-1])
-    return [{**s, "rss_mb": round(s["rss_mb"], 1)} for s in picked]
+    rounded = ("rss_mb", "anon_mb")
+    return [{**s, **{k: round(s[k], 1) for k in rounded if k in s}} for s in picked]
 
 
 def _read_json(path: Path) -> Any:
@@ -384,6 +397,12 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
             f"(max {rss.get('max_mb', 0):.0f}); last half {rss.get('last_half_slope_mb_per_min')}"
             f" MB/min, rise {rss.get('last_half_rise_mb')} MB "
             f"({100 * rss.get('last_half_rise_fraction', 0):.1f}%)"
+        )
+        anon = load.get("rss_anon", {})
+        out.append(
+            f"       of it anonymous (RssAnon) {anon.get('first_mb', 0):.0f} -> "
+            f"{anon.get('last_mb', 0):.0f} MB; last half {anon.get('last_half_slope_mb_per_min')}"
+            f" MB/min = {anon.get('last_half_slope_mb_per_10k_turns')} MB per 10k turns"
         )
         a = load["audit"]
         out.append(

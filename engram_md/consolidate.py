@@ -54,7 +54,7 @@ from .contradictions import (
 from .crashpoints import crashpoint
 from .embeddings import Embedder, l2_normalize
 from .entities import plan_entities
-from .errors import EngramError, MemoryFileError
+from .errors import EngramError, IndexError_, MemoryFileError
 from .factfile import format_time, read_fact, write_fact
 from .folder_index import plan_folder_index
 from .graph import GraphStore
@@ -877,6 +877,18 @@ def consolidate(
     return Result(plan, applied, False, report)
 
 
+def _index_as_it_stands(layout: MemoryLayout, embedder: Embedder) -> MemoryIndex | None:
+    """The index for a dry run, opened as a reader: a dry run must not create, drop or
+    rebuild it. None when there is none it can use; the plan then embeds what it needs."""
+    if not layout.index_dir.is_dir():
+        return None
+    try:
+        return MemoryIndex.open(layout.index_dir, embedder, may_rebuild=False)
+    except IndexError_ as exc:
+        log.info("dry run without the search index: %s", exc)
+        return None
+
+
 def open_and_consolidate(
     cfg: Config,
     *,
@@ -905,7 +917,7 @@ def open_and_consolidate(
     if dry_run:
         store = MemoryStore(layout, HashIndex(layout.hashes_path, {}))
         embedder = make_embedder(cfg.embedding, None)
-        index = MemoryIndex.open(layout.index_dir, embedder) if layout.index_dir.is_dir() else None
+        index = _index_as_it_stands(layout, embedder)
         judge = LLMJudge(cfg.llm) if cfg.llm.enabled else None
         try:
             return consolidate(

@@ -17,6 +17,9 @@ What is checked, by problem kind:
   not an orphan).
 * ``unreadable_fact``, ``duplicate_id`` — reported only.
 * ``index_missing``, ``index_outdated`` (built for another model or row layout),
+  ``index_unreadable`` (the table cannot be opened: a kill -9 while it was being created, a
+  damaged manifest), ``index_incomplete`` (no text or id index: a kill between creating the
+  table and its indices),
   ``index_row_orphan`` (no file, or an unreadable one), ``index_row_missing``,
   ``index_row_stale`` (mtime, content hash or path differ), and the same three for box rows.
 * ``hashes_missing``, ``hash_entry_orphan`` (names a missing file, or one that now says
@@ -79,6 +82,8 @@ REPAIRS = {
     "torn_line": "ended the line (kept if it is whole JSON, cut off if not)",
     "index_missing": "built the index from the files",
     "index_outdated": "rebuilt the index from the files",
+    "index_unreadable": "moved the index aside (state/index/unreadable/) and rebuilt it",
+    "index_incomplete": "created the missing search indices",
     "index_row_orphan": "dropped the index row",
     "index_row_missing": "indexed the file",
     "index_row_stale": "re-read the file into its row",
@@ -321,7 +326,7 @@ class _Exam:
 
     # ------------------------------------------------------------ index
     def check_index(self) -> None:
-        from .index import TABLE_NAME, MemoryIndex, _mismatch, connect
+        from .index import TABLE_NAME, MemoryIndex, _mismatch, connect, search_indices_lacking
 
         facts = self.folder.facts
         index_dir = self.layout.index_dir
@@ -335,11 +340,21 @@ class _Exam:
             if facts or self._box_paths():
                 self.add("index_missing", self.label(index_dir), "the index has no table")
             return
-        reason = _mismatch(db.open_table(TABLE_NAME).schema, embedder.model_id, embedder.dim)
+        try:
+            table = db.open_table(TABLE_NAME)
+        except (ValueError, RuntimeError, OSError) as exc:
+            # A kill -9 while the table was being created, or a damaged manifest.
+            self.add("index_unreadable", self.label(index_dir), f"it cannot be opened: {exc}")
+            return
+        reason = _mismatch(table.schema, embedder.model_id, embedder.dim)
         if reason is not None:
             self.add("index_outdated", self.label(index_dir), f"{reason}: it must be rebuilt")
             return
-        index = MemoryIndex.open(index_dir, embedder)
+        lacking = search_indices_lacking(table)
+        if lacking:
+            names = " and no ".join(f"{what} index" for what in ("text", "id") if what in lacking)
+            self.add("index_incomplete", self.label(index_dir), f"the table has no {names}")
+        index = MemoryIndex.open(index_dir, embedder, may_rebuild=False)
         rows = index.get(list(index.manifest()))
         fact_rows = {i: r for i, r in rows.items() if r.kind == "fact"}
         self.row_ids = set(fact_rows)

@@ -35,7 +35,9 @@ Where the work happens, and why:
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import threading
 import time
 import warnings
@@ -62,7 +64,12 @@ from .crashpoints import crashpoint
 from .embeddings import Embedder, l2_normalize  # noqa: E402
 from .errors import EngramError, IndexError_  # noqa: E402
 
+log = logging.getLogger(__name__)
+
 TABLE_NAME = "memories"
+# Where a table that cannot be opened is moved before a new one is built: kept (the newest
+# one only) so what went wrong can still be looked at, and outside LanceDB's table listing.
+UNREADABLE_DIR = "unreadable"
 # Bump when the row layout changes: an index written with another layout is rebuilt.
 SCHEMA_VERSION = "1"
 _META_MODEL = b"engram.model_id"
@@ -405,8 +412,11 @@ class MemoryIndex:
         """Open the index at ``path``, creating it if missing.
 
         If the stored table was built for another embedder (model id or width) or another row
-        layout, it is dropped and recreated empty; ``needs_rebuild`` is then True (also for a
-        brand-new index) and the caller should reindex the memory folder.
+        layout, it is dropped and recreated empty; if it cannot be opened at all (a kill -9
+        while it was being created, a damaged manifest) it is moved aside to
+        ``<path>/unreadable/`` and recreated empty. ``needs_rebuild`` is then True (also for a
+        brand-new index) and the caller should reindex the memory folder. A table missing its
+        text or id index (a kill between creating the table and its indices) gets them.
 
         Only the holder of the writer lock may do that. A reader (``may_rebuild=False``: a
         recall or search beside the daemon) must not wipe the table the writer fills, nor race
@@ -417,31 +427,12 @@ class MemoryIndex:
         with _mapped(f"open at {path}"):
             path.mkdir(parents=True, exist_ok=True)
             db = connect(path)
-            reason: str | None = None
-            if TABLE_NAME in db.list_tables().tables:
-                table = db.open_table(TABLE_NAME)
-                reason = _mismatch(table.schema, model_id, dim)
-                if reason is not None and not may_rebuild:
-                    raise IndexError_(
-                        f"the search index at {path} was built with another embedding model "
-                        f"or layout ({reason}); only the writer may rebuild it: use the "
-                        "daemon's configuration, or stop the daemon and run `engram-md reindex`"
-                    )
-                if reason is not None:
-                    db.drop_table(TABLE_NAME)
-            elif not may_rebuild:
-                raise IndexError_(
-                    f"there is no search index at {path} yet: the process writing to the "
-                    "memory folder creates it; try again in a moment"
-                )
-            else:
-                reason = "new index"
-            if reason is not None:
+            table, reason = _stored_table(db, path, model_id, dim, may_rebuild=may_rebuild)
+            if table is None:
                 table = db.create_table(TABLE_NAME, schema=_schema(dim, model_id))
-                # Created on the empty table so text search works from the first row on.
-                table.create_index("content", config=_fts_config(), name=_FTS_INDEX)
-                # merge_insert and delete look rows up by id.
-                table.create_index("id", config=BTree(), name=_ID_INDEX)
+                crashpoint("index.create")  # a table without its indices yet
+            if may_rebuild:
+                _ensure_search_indices(table)
         return cls(path, db, table, embedder, dim, reason)
 
     @property
@@ -857,6 +848,76 @@ def connect(path: Path) -> Any:
         metadata_cache_size_bytes=_METADATA_CACHE_BYTES,
     )
     return lancedb.connect(str(path), session=session)
+
+
+def _stored_table(
+    db: Any, path: Path, model_id: str, dim: int, *, may_rebuild: bool
+) -> tuple[Any | None, str | None]:
+    """The stored table and why it must be rebuilt: (table, None) when it can be used as it
+    is, (None, reason) when a new, empty one is needed. Only a writer (``may_rebuild``) may
+    drop or move a table; a reader gets :class:`IndexError_` instead."""
+    if TABLE_NAME not in db.list_tables().tables:
+        if not may_rebuild:
+            raise IndexError_(
+                f"there is no search index at {path} yet: the process writing to the "
+                "memory folder creates it; try again in a moment"
+            )
+        return None, "new index"
+    try:
+        table = db.open_table(TABLE_NAME)
+    except (ValueError, RuntimeError, OSError) as exc:
+        if not may_rebuild:
+            raise IndexError_(
+                f"the search index at {path} cannot be opened ({exc}): if the daemon is "
+                "starting, try again in a moment; otherwise the daemon rebuilds it when it "
+                "starts, or stop it and run `engram-md doctor --repair`"
+            ) from exc
+        kept = _set_aside(path)
+        log.warning(
+            "the search index could not be opened (%s); moved it to %s and building a new "
+            "one from the memory folder",
+            exc,
+            kept,
+        )
+        return None, f"the stored index could not be opened ({exc})"
+    reason = _mismatch(table.schema, model_id, dim)
+    if reason is None:
+        return table, None
+    if not may_rebuild:
+        raise IndexError_(
+            f"the search index at {path} was built with another embedding model "
+            f"or layout ({reason}); only the writer may rebuild it: use the "
+            "daemon's configuration, or stop the daemon and run `engram-md reindex`"
+        )
+    db.drop_table(TABLE_NAME)
+    return None, reason
+
+
+def _set_aside(path: Path) -> Path:
+    """Move the unopenable table under ``path/unreadable/``, replacing one moved earlier."""
+    aside = path / UNREADABLE_DIR
+    shutil.rmtree(aside, ignore_errors=True)
+    aside.mkdir()
+    target = aside / f"{TABLE_NAME}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.lance"
+    os.replace(path / f"{TABLE_NAME}.lance", target)
+    return target
+
+
+def search_indices_lacking(table: Any) -> set[str]:
+    """Which of the table's two indices are missing: "text" and/or "id"."""
+    names = {index.name for index in table.list_indices()}
+    return {what for what, name in (("text", _FTS_INDEX), ("id", _ID_INDEX)) if name not in names}
+
+
+def _ensure_search_indices(table: Any) -> None:
+    """Create the text and id indices if the table lacks them: text search refuses to run
+    without its index, and merge_insert and delete look rows up by id."""
+    lacking = search_indices_lacking(table)
+    if "text" in lacking:
+        # Created on the empty table, too, so text search works from the first row on.
+        table.create_index("content", config=_fts_config(), name=_FTS_INDEX)
+    if "id" in lacking:
+        table.create_index("id", config=BTree(), name=_ID_INDEX)
 
 
 def _fts_config() -> FTS:

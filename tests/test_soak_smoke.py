@@ -9,6 +9,7 @@ restart must extract again).
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,14 @@ def test_rss_trend_is_measured_over_the_last_half() -> None:
     assert summary["last_half_rise_mb"] == 20.0
     assert summary["max_mb"] == 530.0
     assert soak.slope([(0, 1.0), (1, 1.0)]) == 0.0
+    anon = [{**s, "anon_mb": s["rss_mb"] / 2} for s in samples]
+    assert soak.rss_summary(anon, "anon_mb")["last_half_rise_mb"] == 10.0
+    assert soak.rss_summary(samples, "anon_mb") == {}  # series not sampled
+
+
+def test_rss_of_a_running_process_has_its_anonymous_part() -> None:
+    sizes = soak.rss_kb(os.getpid())
+    assert sizes is not None
+    total, anonymous = sizes
+    assert 0 < anonymous < total
+    assert soak.rss_kb(4_194_303 + 1000) is None  # no such process
