@@ -64,7 +64,7 @@ FUZZ_TESTS = (
 # ---- load ------------------------------------------------------------------------------------
 
 
-def rss_kb(pid: int) -> tuple[int, int] | None:
+def resident_kb(pid: int) -> tuple[int, int] | None:
     """Resident set size of ``pid`` in kB, all of it and its anonymous part (VmRSS, RssAnon),
     or None once it has exited. The anonymous part is the process's own memory; the rest is
     file-backed (shared libraries, mapped files), whose resident share depends on the page
@@ -179,8 +179,7 @@ def run_load(
             next_report = started + 60
             position = {turn_id: n + 1 for n, turn_id in enumerate(source.ids())}
             while proc.poll() is None:
-                sizes = rss_kb(proc.pid)
-                kb = sizes[0] if sizes is not None else None
+                sizes = resident_kb(proc.pid)
                 now = time.monotonic()
                 done = position.get(server.last_turn_id or "", 0)
                 if sizes is not None:
@@ -196,7 +195,7 @@ def run_load(
                 if now >= next_report:
                     print(
                         f"  load: {done}/{turns} turns processed, "
-                        f"{kb / 1024 if kb else 0:.0f} MB RSS, {now - started:.0f} s",
+                        f"{sizes[0] / 1024 if sizes else 0:.0f} MB RSS, {now - started:.0f} s",
                         file=log,
                         flush=True,
                     )

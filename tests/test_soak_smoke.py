@@ -70,8 +70,8 @@ def test_rss_trend_is_measured_over_the_last_half() -> None:
 
 
 def test_rss_of_a_running_process_has_its_anonymous_part() -> None:
-    sizes = soak.rss_kb(os.getpid())
+    sizes = soak.resident_kb(os.getpid())
     assert sizes is not None
     total, anonymous = sizes
     assert 0 < anonymous < total
-    assert soak.rss_kb(4_194_303 + 1000) is None  # no such process
+    assert soak.resident_kb(4_194_303 + 1000) is None  # no such process
