@@ -9,8 +9,11 @@ because a fact's ``sourceTurnIds`` carry turn ids without their session.
 Audit: every turn sent is put in the first of these places that holds it —
 
 * ``confirmed``  — it re-stated a stored fact: an ``update_note`` confirmation in
-  ``state/memory-actions.jsonl`` names it (the fact's ``sourceTurnIds`` gain it too);
-* ``fact``       — named in some fact file's ``sourceTurnIds`` (live or archived);
+  ``state/memory-actions.jsonl`` names it (the fact's ``sourceTurnIds`` gain it too, among
+  the latest it keeps);
+* ``fact``       — named in some fact file's ``sourceTurnIds`` (live or archived), or in the
+  ``store_*`` action that wrote a fact whose file is there (a fact keeps the first 16 turns
+  it came from, so a longer list is complete only in the action log);
 * ``discarded``  — a ``discard`` action in the telemetry names it, with a reason;
 * ``no_memory``  — the journal marks it ``done`` (its batch was extracted, or needed no
   extraction) and nothing was worth remembering in it;
@@ -223,13 +226,20 @@ def read_journal(path: Path) -> JournalState:
     return JournalState(frozenset(done), frozenset(pending.values()), torn)
 
 
-def read_actions(path: Path) -> tuple[set[str], set[str], Counter[str]]:
-    """(turn ids that confirmed a stored fact, turn ids discarded, discard reasons)."""
-    confirmed: set[str] = set()
-    discarded: set[str] = set()
-    reasons: Counter[str] = Counter()
+@dataclass
+class ActionTrail:
+    """What ``state/memory-actions.jsonl`` says about turns."""
+
+    confirmed: set[str] = field(default_factory=set)  # re-stated a stored fact
+    discarded: set[str] = field(default_factory=set)
+    reasons: Counter[str] = field(default_factory=Counter)  # discard reason -> turns
+    stored: dict[str, set[str]] = field(default_factory=dict)  # turn id -> facts it wrote
+
+
+def read_actions(path: Path) -> ActionTrail:
+    trail = ActionTrail()
     if not path.exists():
-        return confirmed, discarded, reasons
+        return trail
     with open(path, "rb") as handle:
         for raw in handle:
             try:
@@ -237,12 +247,16 @@ def read_actions(path: Path) -> tuple[set[str], set[str], Counter[str]]:
             except ValueError:
                 continue
             turns = [str(t) for t in event.get("turns") or []]
-            if event.get("action") == "update_note" and event.get("outcome") == "applied":
-                confirmed.update(turns)
-            elif event.get("action") == "discard" and turns:
-                discarded.update(turns)
-                reasons[str(event.get("reason"))] += len(turns)
-    return confirmed, discarded, reasons
+            action, applied = event.get("action"), event.get("outcome") == "applied"
+            if action == "update_note" and applied:
+                trail.confirmed.update(turns)
+            elif action in ("store_note", "store_episode") and applied:
+                for turn in turns:
+                    trail.stored.setdefault(turn, set()).add(str(event.get("memoryId")))
+            elif action == "discard" and turns:
+                trail.discarded.update(turns)
+                trail.reasons[str(event.get("reason"))] += len(turns)
+    return trail
 
 
 def audit(
@@ -256,6 +270,7 @@ def audit(
     """Account for every turn id in ``ids`` (id -> base index) against the folder."""
     result = Audit(sent=len(ids))
     in_facts: set[str] = set()
+    fact_ids: set[str] = set()
     active_by_hash: dict[str, list[str]] = {}
     for root in (layout.facts_dir, layout.archive_dir / "facts"):
         if not root.is_dir():
@@ -270,22 +285,23 @@ def audit(
                 result.unreadable_files.append(layout.relative(path))
                 continue
             in_facts.update(fact.source_turn_ids)
+            fact_ids.add(fact.id)
             if root == layout.facts_dir and fact.status is Status.ACTIVE:
                 result.active_facts += 1
                 digest = content_hash(fact.content)
                 active_by_hash.setdefault(digest, []).append(layout.relative(path))
     result.duplicate_hashes = sorted(d for d, paths in active_by_hash.items() if len(paths) > 1)
 
-    confirmed, discarded, reasons = read_actions(layout.actions_path)
-    result.discard_reasons = reasons
+    trail = read_actions(layout.actions_path)
+    result.discard_reasons = trail.reasons
     journal = read_journal(layout.journal_path)
     empty_base = empty_base or set()
     for turn_id, base in ids.items():
-        if turn_id in confirmed:
+        if turn_id in trail.confirmed:
             outcome = "confirmed"
-        elif turn_id in in_facts:
+        elif turn_id in in_facts or not trail.stored.get(turn_id, set()).isdisjoint(fact_ids):
             outcome = "fact"
-        elif turn_id in discarded:
+        elif turn_id in trail.discarded:
             outcome = "discarded"
         elif turn_id in journal.done:
             outcome = "no_memory"

@@ -53,7 +53,7 @@ import regex
 
 from . import normalize
 from .hashing import normalize_text
-from .models import Category, Fact, MemoryKind, Status, StatusChange
+from .models import Category, Fact, MemoryKind, Status, StatusChange, add_source_turns
 from .plan import Change, FactUpdate
 
 # Pairs of facts less similar than this are never judged: well below any duplicate (≥ 0.9)
@@ -393,7 +393,7 @@ def lineage_changes(
             confirmed += [f.created for f in fold]
             survivor = survivor.with_changes(
                 merged_from=_add(survivor.merged_from, (f.id for f in fold)),
-                source_turn_ids=_add(
+                source_turn_ids=add_source_turns(
                     survivor.source_turn_ids, (t for f in fold for t in f.source_turn_ids)
                 ),
                 confirmations=survivor.confirmations + sum(f.confirmations + 1 for f in fold),

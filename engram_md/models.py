@@ -7,6 +7,7 @@ LLM output, frontmatter, config), so everything in here is already trusted.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -151,6 +152,24 @@ class StatusChange:
     to_status: Status
     reason: str
     by: str = "consolidation"
+
+
+# A fact lists the turns it was first written from and its latest re-statements, not every
+# one: a statement repeated daily would otherwise grow its file, and the daemon's copy of its
+# row, by an id a day for ever (in a 100k-turn run that was most of the daemon's growth; see
+# docs/RELIABILITY.md). Every re-statement's turns stay in state/memory-actions.jsonl, and
+# ``confirmations`` counts them. A replay after a crash is recognised by its turns being
+# listed already, so the latest ones kept must cover a batch: 16 is three default batches.
+FIRST_SOURCE_TURNS = 16
+LATEST_SOURCE_TURNS = 16
+
+
+def add_source_turns(ids: tuple[str, ...], extra: Iterable[str]) -> tuple[str, ...]:
+    """``ids`` followed by those of ``extra`` not in it yet, keeping the first and latest."""
+    merged = tuple(dict.fromkeys((*ids, *extra)))
+    if len(merged) <= FIRST_SOURCE_TURNS + LATEST_SOURCE_TURNS:
+        return merged
+    return merged[:FIRST_SOURCE_TURNS] + merged[-LATEST_SOURCE_TURNS:]
 
 
 @dataclass(frozen=True, slots=True)

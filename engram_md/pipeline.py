@@ -24,7 +24,16 @@ from .errors import ExtractionError
 from .extractor import Extractor
 from .hashing import content_hash
 from .journal import Journal
-from .models import CandidateFact, ConfidenceTier, Fact, Level, MemoryKind, Signal, Turn
+from .models import (
+    CandidateFact,
+    ConfidenceTier,
+    Fact,
+    Level,
+    MemoryKind,
+    Signal,
+    Turn,
+    add_source_turns,
+)
 from .sanitize import sanitize_turn
 from .signals import SignalScanner
 from .speakers import SpeakerBook
@@ -300,7 +309,8 @@ class Pipeline:
         """A re-stated fact confirms the stored one instead of becoming a new file.
 
         Idempotent per turn: turns that already confirmed it (a replay after a crash)
-        change nothing.
+        change nothing. The fact keeps its first and latest turns (``add_source_turns``);
+        the log entry below names every one.
         """
         fresh = [t for t in new.source_turn_ids if t not in existing.source_turn_ids]
         rel = self.store.layout.relative(path)
@@ -315,7 +325,7 @@ class Pipeline:
         confidence = max(existing.confidence, new.confidence)
         tier = normalize.confidence_tier(confidence)
         updated = existing.with_changes(
-            source_turn_ids=existing.source_turn_ids + tuple(fresh),
+            source_turn_ids=add_source_turns(existing.source_turn_ids, fresh),
             confirmations=existing.confirmations + 1,
             last_confirmed=max(new.created, existing.last_confirmed or new.created),
             updated=max(existing.updated, new.created),

@@ -19,7 +19,15 @@ from engram_md.contradictions import (
     relate,
     subjects,
 )
-from engram_md.models import Category, ConfidenceTier, Fact, MemoryKind, Status
+from engram_md.models import (
+    FIRST_SOURCE_TURNS,
+    LATEST_SOURCE_TURNS,
+    Category,
+    ConfidenceTier,
+    Fact,
+    MemoryKind,
+    Status,
+)
 from engram_md.plan import FactUpdate
 
 from .consolidate_folder import NOW, make_fact
@@ -167,6 +175,25 @@ def test_merge_keeps_the_earliest_and_its_lineage() -> None:
     assert survivor.confirmations == 1 + 3  # each merged fact plus its own confirmations
     assert survivor.confidence == 0.97 and survivor.confidence_tier is ConfidenceTier.EXPLICIT
     assert survivor.status is Status.ACTIVE
+    # Merging facts each said many times keeps the survivor's first turns and the latest.
+    many = [
+        make_fact(f"Dana prefers dark mode in {n} editors.", created=NOW - DAY * (9 - i),
+                  category=Category.PREFERENCE, entities=DANA, turn="x").with_changes(
+            source_turn_ids=tuple(f"{n}{k}" for k in range(20))
+        )
+        for i, n in enumerate(("a", "b", "c"))
+    ]  # fmt: skip
+    merged = {
+        c.after.id: c.after
+        for c in lineage_changes(
+            offline_relations(many, [False, True, True], None), _facts(*many), NOW
+        )
+        if isinstance(c, FactUpdate)
+    }[many[0].id]
+    assert merged.source_turn_ids == tuple(
+        [f"a{k}" for k in range(FIRST_SOURCE_TURNS)]
+        + [f"c{k}" for k in range(20 - LATEST_SOURCE_TURNS, 20)]
+    )
     for loser in (second, third):
         assert by_id[loser.id].status is Status.MERGED
         assert by_id[loser.id].superseded_by == first.id

@@ -14,7 +14,15 @@ from engram_md.config import load_config
 from engram_md.errors import LLMOutputError
 from engram_md.extractor import Discard
 from engram_md.factfile import read_fact
-from engram_md.models import CandidateFact, Category, Role, Source, Turn
+from engram_md.models import (
+    FIRST_SOURCE_TURNS,
+    LATEST_SOURCE_TURNS,
+    CandidateFact,
+    Category,
+    Role,
+    Source,
+    Turn,
+)
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -96,6 +104,36 @@ def test_a_restated_fact_confirms_instead_of_writing_again(engine_for) -> None: 
     assert fact.source_turn_ids == ("t1", "t2")
     assert fact.last_confirmed == T0 + timedelta(minutes=2)
     assert [a["action"] for a in actions(engine)].count("update_note") == 1
+
+
+def test_a_fact_said_again_and_again_keeps_its_first_and_latest_turns(engine_for) -> None:  # type: ignore[no-untyped-def]
+    engine = engine_for(ScriptedExtractor())
+    for i in range(1, 101):
+        engine.pipeline.receive(turn(i, "I prefer tea over coffee."))
+    engine.pipeline.flush()
+    (path,) = facts(engine)
+    fact = read_fact(path)
+    assert fact.confirmations == 99  # every re-statement counts ...
+    first, latest = FIRST_SOURCE_TURNS, LATEST_SOURCE_TURNS
+    assert fact.source_turn_ids == tuple(
+        [f"t{i}" for i in range(1, first + 1)] + [f"t{i}" for i in range(101 - latest, 101)]
+    )  # ... but the file lists only the first and the latest turns
+    confirmed = [
+        t
+        for a in actions(engine)
+        if a["action"] == "update_note" and a["reason"].startswith("confirmed_")
+        for t in a["turns"]
+    ]
+    assert confirmed == [f"t{i}" for i in range(2, 101)]  # the full trail is in the log
+    # A replay of the latest batch (after a crash) is still recognised and changes nothing.
+    before = path.read_bytes()
+    for i in range(96, 101):
+        engine.pipeline._store(
+            CandidateFact(
+                Category.PREFERENCE, "I prefer tea over coffee.", 0.95, (f"t{i}",), "s1", T0
+            )
+        )
+    assert path.read_bytes() == before
 
 
 def test_a_speculative_fact_expires_unless_confirmed(engine_for) -> None:  # type: ignore[no-untyped-def]
