@@ -156,7 +156,7 @@ class StatusChange:
 
 # A fact lists the turns it was first written from and its latest re-statements, not every
 # one: a statement repeated daily would otherwise grow its file, and the daemon's copy of its
-# row, by an id a day for ever (in a 100k-turn run that was most of the daemon's growth; see
+# row, by an id a day for ever (the largest part of the daemon's growth in a 45k-turn run;
 # docs/RELIABILITY.md). Every re-statement's turns stay in state/memory-actions.jsonl, and
 # ``confirmations`` counts them. A replay after a crash is recognised by its turns being
 # listed already, so the latest ones kept must cover a batch: 16 is three default batches.
