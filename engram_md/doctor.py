@@ -326,7 +326,14 @@ class _Exam:
 
     # ------------------------------------------------------------ index
     def check_index(self) -> None:
-        from .index import TABLE_NAME, MemoryIndex, _mismatch, connect, search_indices_lacking
+        from .index import (
+            TABLE_NAME,
+            UNOPENABLE_TABLE,
+            MemoryIndex,
+            _mismatch,
+            connect,
+            search_indices_lacking,
+        )
 
         facts = self.folder.facts
         index_dir = self.layout.index_dir
@@ -342,8 +349,7 @@ class _Exam:
             return
         try:
             table = db.open_table(TABLE_NAME)
-        except (ValueError, RuntimeError, OSError) as exc:
-            # A kill -9 while the table was being created, or a damaged manifest.
+        except UNOPENABLE_TABLE as exc:
             self.add("index_unreadable", self.label(index_dir), f"it cannot be opened: {exc}")
             return
         reason = _mismatch(table.schema, embedder.model_id, embedder.dim)

@@ -70,6 +70,9 @@ TABLE_NAME = "memories"
 # Where a table that cannot be opened is moved before a new one is built: kept (the newest
 # one only) so what went wrong can still be looked at, and outside LanceDB's table listing.
 UNREADABLE_DIR = "unreadable"
+# What LanceDB raises when a table's files cannot be read as a table (a kill -9 while it was
+# being created, a damaged manifest).
+UNOPENABLE_TABLE = (ValueError, RuntimeError, OSError)
 # Bump when the row layout changes: an index written with another layout is rebuilt.
 SCHEMA_VERSION = "1"
 _META_MODEL = b"engram.model_id"
@@ -865,7 +868,7 @@ def _stored_table(
         return None, "new index"
     try:
         table = db.open_table(TABLE_NAME)
-    except (ValueError, RuntimeError, OSError) as exc:
+    except UNOPENABLE_TABLE as exc:
         if not may_rebuild:
             raise IndexError_(
                 f"the search index at {path} cannot be opened ({exc}): if the daemon is "

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from bench.soak_data import audit
 from engram_md.app import open_engine
-from engram_md.config import load_config
+from engram_md.config import Config
 from engram_md.extractor import Discard
 from engram_md.factfile import read_fact
 from engram_md.models import (
@@ -47,18 +46,10 @@ class OneFactPerBatch:
         ]
 
 
-def test_turns_past_what_a_fact_lists_are_found_through_the_action_log(tmp_path: Path) -> None:
+def test_turns_past_what_a_fact_lists_are_found_through_the_action_log(cfg: Config) -> None:
     # One batch of 40 turns writes the fact, a second of 40 re-states it: the file then lists
     # 16 + 16 of the 80 turns, and the audit must still place all 80.
-    cfg = load_config(
-        None,
-        env={},
-        overrides={
-            "memory_dir": tmp_path / "memory",
-            "state_dir": tmp_path / "state",
-            "buffer.max_turns": 40,
-        },
-    )
+    cfg = cfg.model_copy(update={"buffer": cfg.buffer.model_copy(update={"max_turns": 40})})
     engine = open_engine(cfg, extractor=OneFactPerBatch(), with_index=False)
     try:
         ids = [f"t{i}" for i in range(80)]
