@@ -444,7 +444,9 @@ def run(
         base = _baseline(baseline_folder, data)
         counts = base.counts
         unreached = [p for p in points if p in NAMED_POINTS and not counts.get(p)]
-        empty, _ = base_profile(source.base, baseline_folder.config().sanitize)
+        sanitize = baseline_folder.config().sanitize
+        empty, _ = base_profile(source.base, sanitize)
+        keys = source.journal_keys(sanitize)
         base_problems, checker = consistency_problems(baseline_folder.config())
         print(
             f"  baseline: {len(base.snapshot.facts)} fact files in {base.seconds:.1f} s; "
@@ -473,7 +475,7 @@ def run(
             trial.differences = snapshot.differences(base.snapshot)
             trial.drift = snapshot.drift(base.snapshot)
             trial.equal = not trial.differences
-            result = audit(folder.layout, ids, empty_base=empty)
+            result = audit(folder.layout, ids, keys=keys, empty_base=empty)
             trial.lost = result.lost
             trial.duplicated = result.duplicated
             trial.pending = result.outcomes["pending"]

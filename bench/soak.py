@@ -211,8 +211,10 @@ def run_load(
         # journal for the next start, as they would for a real daemon: start it once more.
         drains = 0
         ids = source.ids()
-        empty, yields = base_profile(source.base, folder.config().sanitize)
-        result = audit(folder.layout, ids, empty_base=empty, yield_base=yields)
+        sanitize = folder.config().sanitize
+        empty, yields = base_profile(source.base, sanitize)
+        keys = source.journal_keys(sanitize)
+        result = audit(folder.layout, ids, keys=keys, empty_base=empty, yield_base=yields)
         while result.outcomes["pending"] and drains < 3:
             drains += 1
             subprocess.run(
@@ -223,7 +225,7 @@ def run_load(
                 cwd=folder.root,
                 timeout=600,
             )
-            result = audit(folder.layout, ids, empty_base=empty, yield_base=yields)
+            result = audit(folder.layout, ids, keys=keys, empty_base=empty, yield_base=yields)
         faults = server.faults()
         calls = server.calls()
         judge_calls = server.judge_calls()

@@ -23,7 +23,9 @@ Audit: every turn sent is put in the first of these places that holds it —
 
 The journal is the ground truth for "done": the pipeline writes ``done`` for a batch only
 after its memories are written (``engram_md/pipeline.py``), and compaction folds done keys
-into one ``seen`` record (``engram_md/journal.py``). Independently, ``yield_missing`` counts
+into one ``seen`` record of 16-byte key digests (``engram_md/journal.py``): a turn folded
+there is found by its journal key, which :meth:`ReplayInput.journal_keys` derives from the
+text the same way the daemon does. Independently, ``yield_missing`` counts
 turns the fake LLM *would* extract something from but that reached neither a fact, a
 confirmation nor a discard — a finer check that extraction results were not dropped silently.
 
@@ -40,7 +42,7 @@ import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
@@ -52,10 +54,13 @@ from engram_md.config import Config, SanitizeConfig, load_config
 from engram_md.errors import MemoryFileError
 from engram_md.factfile import read_fact
 from engram_md.hashing import content_hash
+from engram_md.journal import turn_key
 from engram_md.models import Role, Status
 from engram_md.models import Turn as EngramTurn
 from engram_md.paths import MemoryLayout
 from engram_md.sanitize import sanitize_turn
+from engram_md.seen_set import SeenSet, decode, key_digest
+from engram_md.transcripts import LineError, TranscriptReader
 from tests.fake_openai import FakeOpenAI, RecordedRequest, fake_extract, is_judge_prompt
 
 # ---- input -----------------------------------------------------------------------------------
@@ -116,6 +121,22 @@ class ReplayInput:
 
     def data(self) -> bytes:
         return ("\n".join(self.lines()) + "\n").encode()
+
+    def journal_keys(self, sanitize: SanitizeConfig) -> dict[str, str]:
+        """Turn id -> the key the daemon's journal gives it: each line read by the daemon's
+        own transcript reader and sanitized as it is, then keyed. Lines empty after
+        sanitizing are never journaled and have no key."""
+        reader = TranscriptReader("soak.jsonl")
+        keys: dict[str, str] = {}
+        for lineno, line in enumerate(self.lines(), start=1):
+            turns = reader.feed(line, lineno)
+            if isinstance(turns, LineError):
+                raise ValueError(f"the soak input does not read: {turns}")
+            for turn in turns:
+                clean = sanitize_turn(turn, sanitize)
+                if clean is not None:
+                    keys[clean.id] = turn_key(clean)
+        return keys
 
 
 def _as_engram_turn(turn: locomo.Turn) -> EngramTurn:
@@ -197,17 +218,24 @@ class Audit:
         }
 
 
-@dataclass(frozen=True)
+@dataclass
 class JournalState:
-    done: frozenset[str]  # turn ids whose batch is done
+    done_ids: set[str]  # turn ids named by a ``done`` record or an old ``seen`` key list
+    done_digests: SeenSet  # turns folded into a compacted ``seen`` record
     pending: frozenset[str]  # turn ids journaled but not done
     torn: int  # unreadable records (a torn last line after kill -9)
 
+    def done(self, turn_id: str, key: str | None) -> bool:
+        return turn_id in self.done_ids or (
+            key is not None and key_digest(key) in self.done_digests
+        )
+
 
 def read_journal(path: Path) -> JournalState:
-    """The journal's view of every turn, by turn id (keys are ``session\\x1fid\\x1fhash``)."""
+    """The journal's view of every turn (keys are ``session\\x1fid\\x1fhash``)."""
     pending: dict[str, str] = {}
     done: set[str] = set()
+    digests = SeenSet()
     torn = 0
     if path.exists():
         with open(path, "rb") as handle:
@@ -217,13 +245,16 @@ def read_journal(path: Path) -> JournalState:
                     op = record["op"]
                     if op == "turn":
                         pending[record["key"]] = record["turn"]["id"]
+                    elif op == "seen" and "digests" in record:
+                        digests.add_packed(decode(record["digests"]))
                     elif op in ("done", "seen"):
                         for key in record["keys"]:
                             pending.pop(key, None)
                             done.add(key.split("\x1f")[1])
                 except (ValueError, KeyError, TypeError, IndexError):
                     torn += 1
-    return JournalState(frozenset(done), frozenset(pending.values()), torn)
+    still = frozenset(i for k, i in pending.items() if key_digest(k) not in digests)
+    return JournalState(done, digests, still, torn)
 
 
 @dataclass
@@ -263,11 +294,16 @@ def audit(
     layout: MemoryLayout,
     ids: dict[str, int],
     *,
+    keys: Mapping[str, str] | None = None,
     empty_base: set[int] | None = None,
     yield_base: set[int] | None = None,
     examples: int = 10,
 ) -> Audit:
-    """Account for every turn id in ``ids`` (id -> base index) against the folder."""
+    """Account for every turn id in ``ids`` (id -> base index) against the folder.
+
+    ``keys`` (id -> journal key, :meth:`ReplayInput.journal_keys`) finds the turns a compacted
+    journal keeps only as digests; without it only ``done`` records not yet compacted count.
+    """
     result = Audit(sent=len(ids))
     in_facts: set[str] = set()
     fact_ids: set[str] = set()
@@ -303,7 +339,7 @@ def audit(
             outcome = "fact"
         elif turn_id in trail.discarded:
             outcome = "discarded"
-        elif turn_id in journal.done:
+        elif journal.done(turn_id, keys.get(turn_id) if keys else None):
             outcome = "no_memory"
         elif turn_id in journal.pending:
             outcome = "pending"

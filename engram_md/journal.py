@@ -4,12 +4,14 @@
 
     {"op": "turn", "key": ..., "turn": {...}}     a sanitized turn, received
     {"op": "done", "keys": [...]}                 those turns' memories are written
-    {"op": "seen", "keys": [...]}                 (after compaction) turns already done
+    {"op": "seen", "digests": "..."}              (after compaction) turns already done
 
 At start the journal is replayed: turns without a ``done`` are pending and go back into the
-buffer; every key ever journaled is "seen", so the same input fed again after a restart is
+buffer; every turn ever journaled is "seen", so the same input fed again after a restart is
 not processed twice. A torn last line (kill -9 mid-write) is ignored. Compaction rewrites the
-file atomically with only the seen keys and the pending turns.
+file atomically as one ``seen`` record (the 16-byte digests of every done turn key, sorted,
+concatenated, base64; see seen_set.py) plus the pending turns. A ``seen`` record with
+``"keys"`` (the turn keys themselves, written before digests) is still read.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import xxhash
 from .atomic import atomic_write_text
 from .crashpoints import crashpoint
 from .models import Role, Turn
+from .seen_set import SeenSet, decode, encode, key_digest
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +78,7 @@ class Journal:
         self.path = path
         self.fsync_each = fsync_each
         self._pending: dict[str, Turn] = {}  # insertion order = arrival order
-        self._seen: set[str] = set()
+        self._done = SeenSet()  # turns whose memories are written (pending ones are not)
         self._records = 0
         self._fd: int | None = None
 
@@ -107,28 +110,35 @@ class Journal:
         op = record["op"]
         if op == "turn":
             key = record["key"]
-            self._seen.add(key)
-            self._pending[key] = turn_from_dict(record["turn"])
+            turn = turn_from_dict(record["turn"])
+            if key_digest(key) not in self._done:
+                self._pending[key] = turn
         elif op == "done":
             for key in record["keys"]:
                 self._pending.pop(key, None)
-                self._seen.add(key)
+                self._done.add(key_digest(key))
         elif op == "seen":
-            self._seen.update(record["keys"])
+            if "digests" in record:
+                self._done.add_packed(decode(record["digests"]))
+            else:
+                for key in record["keys"]:
+                    self._done.add(key_digest(key))
         else:
             raise KeyError(op)
 
     # ------------------------------------------------------------ writes
     def seen(self, turn: Turn) -> bool:
-        return turn_key(turn) in self._seen
+        return self._seen_key(turn_key(turn))
+
+    def _seen_key(self, key: str) -> bool:
+        return key in self._pending or key_digest(key) in self._done
 
     def append(self, turn: Turn) -> bool:
         """Journal a turn. False when it was already received (a replayed input)."""
         key = turn_key(turn)
-        if key in self._seen:
+        if self._seen_key(key):
             return False
         self._write({"op": "turn", "key": key, "turn": turn_to_dict(turn)}, self.fsync_each)
-        self._seen.add(key)
         self._pending[key] = turn
         return True
 
@@ -140,6 +150,7 @@ class Journal:
         self._write({"op": "done", "keys": keys}, True)
         for key in keys:
             self._pending.pop(key, None)
+            self._done.add(key_digest(key))
         if self._records > COMPACT_AFTER_RECORDS:
             self.compact()
 
@@ -158,8 +169,7 @@ class Journal:
 
     def compact(self) -> None:
         """Rewrite as one ``seen`` record plus the pending turns (atomic)."""
-        done = sorted(self._seen - set(self._pending))
-        lines = [json.dumps({"op": "seen", "keys": done}, ensure_ascii=False)]
+        lines = [json.dumps({"op": "seen", "digests": encode(self._done.packed())})]
         lines += [
             json.dumps({"op": "turn", "key": k, "turn": turn_to_dict(t)}, ensure_ascii=False)
             for k, t in self._pending.items()
@@ -183,7 +193,7 @@ class Journal:
 
     @property
     def seen_count(self) -> int:
-        return len(self._seen)
+        return len(self._done) + len(self._pending)
 
 
 def pending_count(path: Path) -> int:

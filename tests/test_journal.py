@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from engram_md import journal as journal_mod
+from engram_md import seen_set
 from engram_md.journal import Journal, pending_count, turn_key
 from engram_md.models import Role, Turn
 
@@ -172,7 +174,9 @@ def test_compact_keeps_pending_and_seen_and_shrinks_the_file(tmp_path: Path) -> 
     assert path.stat().st_size < before
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert [r["op"] for r in records] == ["seen", "turn", "turn"]
-    assert len(records[0]["keys"]) == 18
+    # The done turns are kept as their 16-byte digests, not as keys or text.
+    assert len(base64.b64decode(records[0]["digests"])) == 18 * 16
+    assert "message number" not in json.dumps(records[0])
     # Still appendable after compaction (the file descriptor was reopened).
     j.append(turn(20))
     j.close()
@@ -184,6 +188,60 @@ def test_compact_keeps_pending_and_seen_and_shrinks_the_file(tmp_path: Path) -> 
     assert j2.append(turn(5)) is False
     j2.close()
     assert [p.name for p in tmp_path.iterdir()] == ["j.jsonl"]  # no temp file left
+
+
+def test_a_seen_record_of_keys_written_before_digests_is_still_read(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    legacy = {"op": "seen", "keys": [turn_key(turn(n)) for n in range(3)]}
+    pending = {"op": "turn", "key": turn_key(turn(3)), "turn": journal_mod.turn_to_dict(turn(3))}
+    path.write_text(json.dumps(legacy) + "\n" + json.dumps(pending) + "\n")
+    j, replayed = reopen(path)
+    assert replayed == [turn(3)]
+    assert all(j.seen(turn(n)) for n in range(4)) and not j.seen(turn(4))
+    j.compact()  # rewritten in the current form, nothing forgotten
+    j.close()
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert "digests" in records[0] and "keys" not in records[0]
+    j2, replayed = reopen(path)
+    assert replayed == [turn(3)] and all(j2.seen(turn(n)) for n in range(4))
+    j2.close()
+
+
+def test_a_corrupt_digest_record_is_reported_and_the_rest_replayed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "j.jsonl"
+    pending = {"op": "turn", "key": turn_key(turn(1)), "turn": journal_mod.turn_to_dict(turn(1))}
+    bad = {"op": "seen", "digests": "AAAA"}  # 3 bytes: not a whole digest
+    path.write_text(json.dumps(bad) + "\n" + json.dumps(pending) + "\n")
+    with caplog.at_level("WARNING"):
+        j, replayed = reopen(path)
+    assert replayed == [turn(1)]
+    assert "1 unreadable record" in caplog.text
+    j.close()
+
+
+def test_many_done_turns_survive_merges_and_a_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past several merges of the recent digests into the sorted array, and a compaction.
+    monkeypatch.setattr(seen_set, "MERGE_AFTER", 64)
+    path = tmp_path / "j.jsonl"
+    j, _ = reopen(path)
+    for start in range(0, 1000, 50):
+        batch = [turn(n) for n in range(start, start + 50)]
+        for t in batch:
+            assert j.append(t)
+        j.mark_done(batch)
+    assert j.seen_count == 1000
+    assert all(not j.append(turn(n)) for n in range(0, 1000, 7))
+    j.compact()
+    j.close()
+    j2, pending = reopen(path)
+    assert pending == [] and j2.seen_count == 1000
+    assert all(j2.seen(turn(n)) for n in range(1000))
+    assert not j2.seen(turn(5, "other words")) and j2.append(turn(1000))
+    j2.close()
 
 
 def test_mark_done_compacts_past_the_threshold(

@@ -5,7 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
-from bench.soak_data import audit
+import pytest
+
+from bench import locomo
+from bench.soak_data import ReplayInput, audit, base_profile
+from engram_md import journal
 from engram_md.app import open_engine
 from engram_md.config import Config
 from engram_md.extractor import Discard
@@ -19,6 +23,7 @@ from engram_md.models import (
     Source,
     Turn,
 )
+from engram_md.transcripts import TranscriptReader
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 STATEMENT = "Dana keeps her notes in plain text files."
@@ -67,3 +72,47 @@ def test_turns_past_what_a_fact_lists_are_found_through_the_action_log(cfg: Conf
     result = audit(layout, {turn_id: i for i, turn_id in enumerate(ids)})
     assert result.outcomes == {"fact": 40, "confirmed": 40}
     assert result.lost == 0 and result.duplicated == 0
+
+
+class NothingToRemember:
+    name = "scripted"
+
+    def __init__(self) -> None:
+        self.last_discarded: list[Discard] = []
+
+    def extract(self, turns: Sequence[Turn], speakers: Mapping[str, str]) -> list[CandidateFact]:
+        return []
+
+
+@pytest.mark.skipif(not locomo.available(), reason="LoCoMo dev data not available")
+def test_turns_a_compacted_journal_keeps_as_digests_are_found_by_their_keys(
+    cfg: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The soak's turns read by the daemon's own reader; the journal compacts every ~40
+    # records, so almost every done turn survives only as a digest in a `seen` record.
+    monkeypatch.setattr(journal, "COMPACT_AFTER_RECORDS", 40)
+    source = ReplayInput.load(300)
+    reader = TranscriptReader("soak.jsonl")
+    engine = open_engine(cfg, extractor=NothingToRemember(), with_index=False)
+    try:
+        for lineno, line in enumerate(source.lines(), start=1):
+            turns = reader.feed(line, lineno)
+            assert isinstance(turns, list)
+            for turn in turns:
+                engine.pipeline.receive(turn)
+        engine.pipeline.flush()
+        layout = engine.layout
+    finally:
+        engine.close()
+    assert "digests" in layout.journal_path.read_text().splitlines()[0]
+    empty, _ = base_profile(source.base, cfg.sanitize)
+    keys = source.journal_keys(cfg.sanitize)
+    result = audit(layout, source.ids(), keys=keys, empty_base=empty)
+    assert result.lost == 0, dict(result.outcomes)
+    # Turns the pipeline drops before extraction are discarded with a reason; the rest were
+    # extracted from and had nothing worth remembering.
+    placed = result.outcomes["no_memory"] + result.outcomes["discarded"]
+    assert placed == len(keys) and result.outcomes["no_memory"] > 150, dict(result.outcomes)
+    assert placed + result.outcomes["empty"] == 300
+    # Without the keys only the records written since the last compaction place a turn.
+    assert audit(layout, source.ids(), empty_base=empty).lost > 200
