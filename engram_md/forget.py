@@ -568,10 +568,11 @@ def source_turns(targets: Iterable[Target]) -> set[tuple[str, str]]:
 
 
 def compact_journal(layout: MemoryLayout, turns: Collection[tuple[str, str]] = ()) -> list[Turn]:
-    """Rewrite the journal as seen-keys plus pending turns, so the text of turns already
-    turned into memories leaves the disk. Pending turns named in ``turns`` ((session, id):
-    a forgotten fact's sources, journaled by a batch that crashed before it was marked done)
-    are marked done first: a restart would extract them again and write the fact back.
+    """Rewrite the journal as the digests of done turns plus the pending turns, so the text
+    of turns already turned into memories leaves the disk. Pending turns named in ``turns``
+    ((session, id): a forgotten fact's sources, journaled by a batch that crashed before it
+    was marked done) are marked done first: a restart would extract them again and write the
+    fact back.
     Returns those turns."""
     from .journal import Journal
 
