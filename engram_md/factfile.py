@@ -370,7 +370,8 @@ def _load(text: str, path: str) -> tuple[dict[str, Any], str]:
         # PyYAML's constructors raise more than YAMLError on odd input (AttributeError for a
         # malformed timestamp, OverflowError for a date out of range, ValueError for a bad
         # offset); whatever it is, the file is unreadable, not the program broken.
-        raise MemoryFileError(path, f"frontmatter is not valid YAML ({_first_line(exc)})") from exc
+        reason = f"frontmatter is not valid YAML ({_yaml_problem(exc)})"
+        raise MemoryFileError(path, reason) from exc
     if not metadata:
         raise MemoryFileError(path, "no frontmatter block (expected '---' lines around YAML)")
     if not all(isinstance(key, str) for key in metadata):
@@ -433,5 +434,16 @@ def write_fact(path: Path, fact: Fact, *, fsync: bool = True) -> bool:
     return True
 
 
-def _first_line(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+def _yaml_problem(exc: Exception) -> str:
+    """What went wrong, in one line: PyYAML's `problem` ("found undefined alias"), not its
+    `context` ("while scanning..."), which is all the first line of str(exc) would say."""
+    problem = getattr(exc, "problem", None)
+    if isinstance(problem, str) and problem.strip():
+        if "nesting depth" in problem:
+            # libyaml (PyYAML >= 6.0.4) stops deep nesting itself; name it as RecursionError is.
+            return "nested too deeply"
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        return problem.strip().splitlines()[0] + where
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

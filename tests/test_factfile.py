@@ -273,6 +273,8 @@ def test_a_date_without_time_is_midnight_utc() -> None:
     [
         ("---\nid: [unclosed\ncategory: fact\n---\nBody\n", "not valid YAML"),
         ("---\nid: x\n  category: fact\n bad: indent\n---\nBody\n", "not valid YAML"),
+        # The reason names the problem and its line in the file, not PyYAML's "while ..." context.
+        ("---\nid: x\ntags: *nope\n---\nBody\n", "found undefined alias at line 3"),
         ("---\nid: x\ncategory: fact\ncreated: 2026-13-45\n---\nBody\n", "not valid YAML"),
         ("---\ncategory: fact\ncreated: 2026-03-02T09:02:00Z\n---\nBody\n", "id"),
         ("---\nid: x\ncategory: gossip\ncreated: 2026-03-02T09:02:00Z\n---\nBody\n", "category"),
