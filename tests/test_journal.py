@@ -33,6 +33,11 @@ def reopen(path: Path) -> tuple[Journal, list[Turn]]:
     return j, j.open()
 
 
+def turn_record(t: Turn) -> str:
+    """The journal line that records ``t`` as received."""
+    return json.dumps({"op": "turn", "key": turn_key(t), "turn": journal_mod.turn_to_dict(t)})
+
+
 def test_turn_key_includes_a_content_hash() -> None:
     a = turn(1, "I use uv")
     b = turn(1, "I use pip")  # same session and id, different words
@@ -193,8 +198,7 @@ def test_compact_keeps_pending_and_seen_and_shrinks_the_file(tmp_path: Path) -> 
 def test_a_seen_record_of_keys_written_before_digests_is_still_read(tmp_path: Path) -> None:
     path = tmp_path / "j.jsonl"
     legacy = {"op": "seen", "keys": [turn_key(turn(n)) for n in range(3)]}
-    pending = {"op": "turn", "key": turn_key(turn(3)), "turn": journal_mod.turn_to_dict(turn(3))}
-    path.write_text(json.dumps(legacy) + "\n" + json.dumps(pending) + "\n")
+    path.write_text(json.dumps(legacy) + "\n" + turn_record(turn(3)) + "\n")
     j, replayed = reopen(path)
     assert replayed == [turn(3)]
     assert all(j.seen(turn(n)) for n in range(4)) and not j.seen(turn(4))
@@ -211,9 +215,8 @@ def test_a_corrupt_digest_record_is_reported_and_the_rest_replayed(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "j.jsonl"
-    pending = {"op": "turn", "key": turn_key(turn(1)), "turn": journal_mod.turn_to_dict(turn(1))}
     bad = {"op": "seen", "digests": "AAAA"}  # 3 bytes: not a whole digest
-    path.write_text(json.dumps(bad) + "\n" + json.dumps(pending) + "\n")
+    path.write_text(json.dumps(bad) + "\n" + turn_record(turn(1)) + "\n")
     with caplog.at_level("WARNING"):
         j, replayed = reopen(path)
     assert replayed == [turn(1)]
