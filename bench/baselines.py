@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from engram_md.embeddings import Embedder, LocalMiniLM
-from engram_md.sentences import split_sentences
+from engram_md.text.embeddings import Embedder, LocalMiniLM
+from engram_md.text.sentences import split_sentences
 
 from .evidence import QuestionRetriever, Retriever, Unit, scoped
 from .locomo import Turn

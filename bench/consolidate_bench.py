@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.latency_bench import _check, _cli_argv, _env, _load, write_facts
-from engram_md.hashing import normalize_text
+from engram_md.text.hashing import normalize_text
 
 _LINE = re.compile(r"^\[(?P<ref>N|E\d+)\] \([^)]*\) (?P<text>.*)$")
 

@@ -16,14 +16,14 @@ is reached. Then each trial, in a fresh folder:
 2. sometimes kills the restart too, at another random point (a crash during recovery);
 3. runs it again and lets it finish (the forget is simply asked for again: that finishes it);
 4. checks that folder, hash index, search index and graph agree
-   (:func:`bench.soak_data.consistency_problems`: ``engram_md.doctor`` plus the bench's own
+   (:func:`bench.soak_data.consistency_problems`: ``engram_md.maintain.doctor`` plus the bench's own
    checks), that the fact files, box files, ``traces.json`` and the graph equal the
    baseline's, and that every turn is accounted for with no duplicated memory
    (:func:`bench.soak_data.audit`). What consolidation stamps from the wall clock and its
    schedule (lifecycle fields, edge decay; :data:`STAMPED_KEYS`) is compared apart and
    reported as drift, not as a failure.
 
-Named points are the library's own ``crashpoint(...)`` calls (:mod:`engram_md.crashpoints`);
+Named points are the library's own ``crashpoint(...)`` calls (:mod:`engram_md.core.crashpoints`);
 a point the baseline never reaches is reported (``unreached_points``) and fails the run, since
 its trials could kill nothing. The daemon starts through this module (``python -m
 bench.crashloop --child ...``) for the one point emulated here: the torn journal line, which
@@ -48,8 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engram_md.atomic import is_temp_file
-from engram_md.factfile import read_fact
+from engram_md.core.atomic import is_temp_file
+from engram_md.store.factfile import read_fact
 
 from .soak_data import (
     CountingFake,
@@ -94,7 +94,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 def _install_torn(n: int) -> None:
     """The n-th journaled turn reaches the file only half written: a kill -9 mid-write."""
-    from engram_md import journal
+    from engram_md.ingest import journal
 
     write = journal.Journal._write
     seen = [0]
@@ -215,7 +215,8 @@ def _graph_key(kind: str, data: dict[str, Any]) -> str:
     if kind == "nodes":
         return str(data.get("id"))
     ends = [str(data.get("source")), str(data.get("target"))]
-    # Entity and time edges are one per pair, whichever way round (engram_md.graph.Edge.key).
+    # Entity and time edges are one per pair, whichever way round
+    # (engram_md.organize.graph.Edge.key).
     return "->".join(ends if kind == "causal" else sorted(ends))
 
 

@@ -38,7 +38,7 @@ Retriever = Callable[[str], list[Unit]]
 QuestionRetriever = Callable[[Question], list[Unit]]
 
 try:
-    from engram_md.recall import estimate_tokens as _estimate_tokens
+    from engram_md.recall.recaller import estimate_tokens as _estimate_tokens
 except ImportError:  # recall not importable: the same estimate, so figures still compare
 
     def _estimate_tokens(text: str) -> int:

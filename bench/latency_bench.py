@@ -38,10 +38,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from engram_md.factfile import render_fact
-from engram_md.models import CandidateFact, Category, Source
-from engram_md.paths import MemoryLayout
-from engram_md.pipeline import to_fact
+from engram_md.core.models import CandidateFact, Category, Source
+from engram_md.core.paths import MemoryLayout
+from engram_md.ingest.pipeline import to_fact
+from engram_md.store.factfile import render_fact
 
 SEED = 20260302
 WARMUP = 10
@@ -447,7 +447,7 @@ def _in_process(
 ) -> tuple[dict[str, float], float]:
     """Recall latency in this process; also how long opening the session took."""
     from engram_md.app import RecallSession
-    from engram_md.config import load_config
+    from engram_md.core.config import load_config
 
     cfg = load_config(None, env={}, overrides={"memory_dir": memory_dir, "state_dir": state_dir})
     started = time.perf_counter()
@@ -472,7 +472,7 @@ def _in_process(
 
 
 def _wait_for_daemon(proc: subprocess.Popen[bytes], endpoint_path: Path, log: Path) -> Any:
-    from engram_md.server import find_daemon
+    from engram_md.recall.server import find_daemon
 
     deadline = time.monotonic() + DAEMON_DEADLINE_S
     while time.monotonic() < deadline:
@@ -506,7 +506,7 @@ def _through_daemon(
     single: str,
     batch: Sequence[str],
 ) -> dict[str, Any]:
-    from engram_md.server import RecallClient
+    from engram_md.recall.server import RecallClient
 
     empty = root / "no-transcripts"
     empty.mkdir(exist_ok=True)

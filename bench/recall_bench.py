@@ -44,8 +44,8 @@ def engram_retrievers(root: Path, budget: int) -> dict[str, Retriever]:
     from dataclasses import replace
 
     from engram_md.app import RecallSession
-    from engram_md.config import load_config
-    from engram_md.recall import Recaller
+    from engram_md.core.config import load_config
+    from engram_md.recall.recaller import Recaller
 
     cfg = load_config(
         None, env={}, overrides={"memory_dir": root / "memory", "state_dir": root / "state"}

@@ -19,9 +19,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from engram_md.config import SignalConfig
-from engram_md.models import Level
-from engram_md.signals import SignalScanner
+from engram_md.core.config import SignalConfig
+from engram_md.core.models import Level
+from engram_md.text.signals import SignalScanner
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo-dev.json"
 PASSES = 5

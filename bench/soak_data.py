@@ -30,7 +30,8 @@ turns the fake LLM *would* extract something from but that reached neither a fac
 confirmation nor a discard — a finer check that extraction results were not dropped silently.
 
 Consistency: fact files, the hash index, the LanceDB index and the graph must agree.
-:func:`consistency_problems` uses ``engram_md.doctor.examine`` when it exists and adds its own
+:func:`consistency_problems` uses ``engram_md.maintain.doctor.examine`` when it exists and adds its
+own
 checks, so the bench works before and after the doctor lands.
 """
 
@@ -49,18 +50,18 @@ from pathlib import Path
 from typing import Any
 
 from bench import locomo
-from engram_md.atomic import is_temp_file
-from engram_md.config import Config, SanitizeConfig, load_config
-from engram_md.errors import MemoryFileError
-from engram_md.factfile import read_fact
-from engram_md.hashing import content_hash
-from engram_md.journal import turn_key
-from engram_md.models import Role, Status
-from engram_md.models import Turn as EngramTurn
-from engram_md.paths import MemoryLayout
-from engram_md.sanitize import sanitize_turn
-from engram_md.seen_set import SeenSet, decode, key_digest
-from engram_md.transcripts import LineError, TranscriptReader
+from engram_md.core.atomic import is_temp_file
+from engram_md.core.config import Config, SanitizeConfig, load_config
+from engram_md.core.errors import MemoryFileError
+from engram_md.core.models import Role, Status
+from engram_md.core.models import Turn as EngramTurn
+from engram_md.core.paths import MemoryLayout
+from engram_md.ingest.journal import turn_key
+from engram_md.ingest.sanitize import sanitize_turn
+from engram_md.ingest.seen_set import SeenSet, decode, key_digest
+from engram_md.ingest.transcripts import LineError, TranscriptReader
+from engram_md.store.factfile import read_fact
+from engram_md.text.hashing import content_hash
 from tests.fake_openai import FakeOpenAI, RecordedRequest, fake_extract, is_judge_prompt
 
 # ---- input -----------------------------------------------------------------------------------
@@ -364,11 +365,11 @@ def audit(
 
 def consistency_problems(cfg: Config) -> tuple[list[str], str]:
     """Disagreements between the folder, hash index, search index and graph; and which
-    checker found them (``doctor`` when ``engram_md.doctor`` exists, plus ``bench``)."""
+    checker found them (``doctor`` when ``engram_md.maintain.doctor`` exists, plus ``bench``)."""
     problems: list[str] = []
     checker = "bench"
     try:
-        doctor = importlib.import_module("engram_md.doctor")
+        doctor = importlib.import_module("engram_md.maintain.doctor")
     except ImportError:
         doctor = None
     if doctor is not None:
@@ -427,7 +428,7 @@ def _index_problems(layout: MemoryLayout, facts: dict[str, tuple[str, str]]) -> 
     """The LanceDB table holds exactly the fact files, with their paths and hashes."""
     import lancedb
 
-    from engram_md.index import TABLE_NAME
+    from engram_md.index.table import TABLE_NAME
 
     if not layout.index_dir.exists():
         return ["no search index"] if facts else []
@@ -468,7 +469,7 @@ def _is_fact_path(rel: str) -> bool:
 
 def _graph_problems(layout: MemoryLayout, fact_ids: set[str]) -> list[str]:
     """Graph nodes are facts that exist; edges join known nodes."""
-    from engram_md.graph import GraphStore
+    from engram_md.organize.graph import GraphStore
 
     if not layout.graphs_dir.exists():
         return []

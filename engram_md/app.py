@@ -14,27 +14,27 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from .atomic import sweep_temp_files
-from .config import Config
-from .daemon import Runner
-from .embeddings import Embedder, make_embedder
-from .errors import LockError
-from .extractor import Extractor
-from .index import MemoryIndex
-from .indexer import Indexer
-from .journal import Journal
-from .llm_extractor import LLMExtractor, Usage
-from .lock import WriterLock
-from .offline_extractor import OfflineExtractor
-from .paths import MemoryLayout
-from .pipeline import Pipeline
-from .signals import SignalScanner
-from .sources import CursorStore
-from .speakers import SpeakerBook
-from .statefile import load_json, save_json
-from .store import MemoryStore
-from .structure import Structure
-from .telemetry import ActionLog
+from .core.atomic import sweep_temp_files
+from .core.config import Config
+from .core.errors import LockError
+from .core.lock import WriterLock
+from .core.paths import MemoryLayout
+from .core.statefile import load_json, save_json
+from .core.telemetry import ActionLog
+from .extract.extractor import Extractor
+from .extract.llm_extractor import LLMExtractor, Usage
+from .extract.offline_extractor import OfflineExtractor
+from .extract.speakers import SpeakerBook
+from .index.indexer import Indexer
+from .index.table import MemoryIndex
+from .ingest.daemon import Runner
+from .ingest.journal import Journal
+from .ingest.pipeline import Pipeline
+from .ingest.sources import CursorStore
+from .organize.structure import Structure
+from .store.fact_store import MemoryStore
+from .text.embeddings import Embedder, make_embedder
+from .text.signals import SignalScanner
 
 log = logging.getLogger(__name__)
 
@@ -137,11 +137,11 @@ def open_engine(
             sleep=time.sleep,
         )
         if cfg.consolidate.every_extractions > 0:
-            from .consolidate import DaemonConsolidation
+            from .consolidate.run import DaemonConsolidation
 
             judge = None
             if cfg.llm.enabled:
-                from .judge import LLMJudge
+                from .consolidate.judge import LLMJudge
 
                 judge = LLMJudge(cfg.llm, usage)
             graph = structure.graph if structure is not None else None
@@ -170,8 +170,8 @@ class RecallSession:
     """
 
     def __init__(self, cfg: Config) -> None:
-        from .access import AccessLog
-        from .recall import Recaller
+        from .recall.recaller import Recaller
+        from .store.access import AccessLog
 
         self.layout = layout_for(cfg)
         self.layout.ensure()
@@ -192,7 +192,7 @@ class RecallSession:
                 lock.release()
         graph = None
         if cfg.graph.enabled:
-            from .graph import load_adjacency
+            from .organize.graph import load_adjacency
 
             # Read once: a recall session is short, and the daemon serves the live graph.
             adjacency = load_adjacency(self.layout.graphs_dir)
@@ -214,10 +214,10 @@ def serving(engine: Engine) -> Iterator[None]:
     The recall server shares the daemon's open model and index (the fast path); the memory
     watcher feeds hand edits, deletions and git checkouts into the index as they happen.
     """
-    from .access import AccessLog
-    from .memwatch import MemoryWatcher
-    from .recall import Recaller
-    from .server import RecallServer
+    from .index.memwatch import MemoryWatcher
+    from .recall.recaller import Recaller
+    from .recall.server import RecallServer
+    from .store.access import AccessLog
 
     if engine.indexer is None:
         yield

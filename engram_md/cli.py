@@ -15,8 +15,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .config import Config, load_config
-from .errors import EngramError, LockError
+from .core.config import Config, load_config
+from .core.errors import EngramError, LockError
 
 app = typer.Typer(
     add_completion=False,
@@ -92,12 +92,12 @@ def run(
     ] = None,
 ) -> None:
     """The daemon: read turns from stdin and/or watched transcripts, remember what matters."""
-    from .allocator import limit_arenas, route_arrow_to_malloc
+    from .core.allocator import limit_arenas, route_arrow_to_malloc
 
     limit_arenas()  # before the native thread pools start (see allocator.py)
     route_arrow_to_malloc()
     from .app import open_engine, serving
-    from .sources import stdin_binary
+    from .ingest.sources import stdin_binary
 
     watch = watch or []
     use_stdin = stdin if stdin is not None else not watch
@@ -164,7 +164,7 @@ def status(
     """Counts by category and status, buffer depth, last extraction, LLM usage."""
     import json
 
-    from .status import collect_status
+    from .maintain.status import collect_status
 
     try:
         report = collect_status(_config())
@@ -210,8 +210,8 @@ class _Answerer:
     """Answers recall queries through the daemon when it runs, in-process otherwise."""
 
     def __init__(self, cfg: Config, *, use_daemon: bool) -> None:
-        from .paths import MemoryLayout
-        from .server import RecallClient, find_daemon
+        from .core.paths import MemoryLayout
+        from .recall.server import RecallClient, find_daemon
 
         self.cfg = cfg
         self._client: RecallClient | None = None
@@ -223,7 +223,7 @@ class _Answerer:
                 self._client = RecallClient(endpoint)
 
     def ask(self, query: str, **options: Any) -> dict[str, Any]:
-        from .errors import RecallServerError
+        from .core.errors import RecallServerError
 
         if self._client is not None:
             try:
@@ -349,9 +349,9 @@ def reindex() -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from .app import layout_for, open_embedder
-    from .indexer import Indexer
-    from .lock import WriterLock
-    from .store import MemoryStore
+    from .core.lock import WriterLock
+    from .index.indexer import Indexer
+    from .store.fact_store import MemoryStore
 
     try:
         cfg = _config()
@@ -426,8 +426,8 @@ def consolidate(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from .consolidate import Pause, RetireLimitError, describe, open_and_consolidate, summary
-    from .paths import MemoryLayout
+    from .consolidate.run import Pause, RetireLimitError, describe, open_and_consolidate, summary
+    from .core.paths import MemoryLayout
 
     when = _parse_now(now)
     try:
@@ -514,8 +514,8 @@ def history(
     confirmations and source turns."""
     import json
 
-    from .history import fact_history, render_history
-    from .paths import MemoryLayout
+    from .core.paths import MemoryLayout
+    from .maintain.history import fact_history, render_history
 
     try:
         cfg = _config()
@@ -541,8 +541,8 @@ def traces(
     """Traces (sealed memory boxes on one thread of work), most recent first, with their boxes."""
     import json
 
-    from .paths import MemoryLayout
-    from .traces import load_traces, trace_to_json
+    from .core.paths import MemoryLayout
+    from .organize.traces import load_traces, trace_to_json
 
     try:
         cfg = _config()
@@ -587,7 +587,7 @@ def doctor(
     """
     import json
 
-    from .doctor import examine, problem_kinds, repair
+    from .maintain.doctor import examine, problem_kinds, repair
 
     try:
         cfg = _config()
@@ -643,8 +643,8 @@ def forget(
     """
     import json
 
-    from .forget import ForgetReport, is_known_id, looks_like_id, search
-    from .forget import forget as forget_ids
+    from .maintain.forget import ForgetReport, is_known_id, looks_like_id, search
+    from .maintain.forget import forget as forget_ids
 
     text = target.strip()
     try:

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engram_md.config import Config, load_config
-from engram_md.embeddings import LocalMiniLM, l2_normalize
+from engram_md.core.config import Config, load_config
+from engram_md.text.embeddings import LocalMiniLM, l2_normalize
 
 from .fake_openai import FakeOpenAI, fake_embedding
 
@@ -100,7 +100,7 @@ class Cli:
 def short_lock_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     """In this process a refused writer gives up after 0.2 s instead of the real 5 s, so the
     many refusal tests stay quick; CLI subprocesses keep the real wait."""
-    monkeypatch.setattr("engram_md.lock.START_WAIT_SECONDS", 0.2)
+    monkeypatch.setattr("engram_md.core.lock.START_WAIT_SECONDS", 0.2)
 
 
 @pytest.fixture

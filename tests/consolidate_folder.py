@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from engram_md.factfile import render_fact
-from engram_md.hashing import content_hash
-from engram_md.models import Category, Fact, MemoryKind, Source
-from engram_md.normalize import confidence_tier, policy_class
-from engram_md.paths import MemoryLayout
-from engram_md.pipeline import fact_id
+from engram_md.core.models import Category, Fact, MemoryKind, Source
+from engram_md.core.paths import MemoryLayout
+from engram_md.extract.normalize import confidence_tier, policy_class
+from engram_md.ingest.pipeline import fact_id
+from engram_md.store.factfile import render_fact
+from engram_md.text.hashing import content_hash
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

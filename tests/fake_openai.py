@@ -43,9 +43,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from engram_md.config import LLMConfig
-from engram_md.hashing import normalize_text
-from engram_md.judge import SYSTEM_PROMPT as JUDGE_SYSTEM_PROMPT
+from engram_md.consolidate.judge import SYSTEM_PROMPT as JUDGE_SYSTEM_PROMPT
+from engram_md.core.config import LLMConfig
+from engram_md.text.hashing import normalize_text
 
 FAULTS = ("timeout", "429", "500", "malformed", "empty", "junk_schema")
 
@@ -206,7 +206,7 @@ def fake_extract(prompt_text: str) -> dict[str, Any]:
 # ---- the default consolidation-judge behaviour ---------------------------------------------
 
 # `[<ref>] (<category>, <memory kind>, <YYYY-MM-DD>) <statement>`: the NEW fact is ref N, the
-# EXISTING ones E1, E2, ... (engram_md.judge.build_prompt; statements are on one line).
+# EXISTING ones E1, E2, ... (engram_md.consolidate.judge.build_prompt; statements are on one line).
 _JUDGE_LINE = re.compile(r"^\[(?P<ref>N|E\d+)\] \([^)]*\) (?P<text>.*)$")
 
 

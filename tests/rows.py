@@ -6,7 +6,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from engram_md.index import IndexRow
+from engram_md.index.table import IndexRow
 
 T0 = datetime(2026, 3, 2, 9, 2, tzinfo=UTC)
 

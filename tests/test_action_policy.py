@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engram_md.action_policy import (
+from engram_md.consolidate.action_policy import (
     FALLBACK_ACTION,
     FALLBACK_ELIGIBILITY,
     Action,
@@ -20,7 +20,7 @@ from engram_md.action_policy import (
     parse_eligibility,
     parse_record,
 )
-from engram_md.telemetry import ACTIONS, ActionLog
+from engram_md.core.telemetry import ACTIONS, ActionLog
 
 
 def test_taxonomy_matches_what_telemetry_writes() -> None:

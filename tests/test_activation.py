@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from engram_md.activation import Adjacency, Step, activate, spread
-from engram_md.config import GraphConfig
+from engram_md.core.config import GraphConfig
+from engram_md.organize.activation import Adjacency, Step, activate, spread
 
 
 def chain() -> Adjacency:

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from engram_md.allocator import _glibc
+from engram_md.core.allocator import _glibc
 
 
 def _run(code: str) -> str:
@@ -20,7 +20,7 @@ def _run(code: str) -> str:
 def test_arrow_buffers_come_from_malloc_once_routed() -> None:
     code = (
         "import pyarrow as pa\n"
-        "from engram_md.allocator import route_arrow_to_malloc\n"
+        "from engram_md.core.allocator import route_arrow_to_malloc\n"
         "route_arrow_to_malloc()\n"
         "table = pa.table({'x': list(range(100_000))}).combine_chunks()\n"
         "print(pa.default_memory_pool().backend_name,"
@@ -37,7 +37,7 @@ def test_trim_hands_freed_pages_below_a_live_block_back() -> None:
     # the trim gives those pages back, which is what a long-running daemon needs.
     code = (
         "import gc\n"
-        "from engram_md.allocator import limit_arenas, release_free_memory\n"
+        "from engram_md.core.allocator import limit_arenas, release_free_memory\n"
         "def anon_mb():\n"
         "    for line in open('/proc/self/status'):\n"
         "        if line.startswith('RssAnon:'):\n"

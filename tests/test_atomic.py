@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engram_md import atomic
-from engram_md.atomic import atomic_write_bytes, atomic_write_text, is_temp_file
+from engram_md.core import atomic
+from engram_md.core.atomic import atomic_write_bytes, atomic_write_text, is_temp_file
 
 
 def test_writes_creates_parents_and_leaves_no_temp_file(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from bench.evidence import (
     tokens,
 )
 from bench.locomo import Question, Turn
-from engram_md.embeddings import LocalMiniLM
+from engram_md.text.embeddings import LocalMiniLM
 
 WHEN = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 

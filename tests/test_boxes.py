@@ -7,9 +7,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from engram_md.boxes import BoxBuilder, BoxMember, Seal, SealReason, Summarizer, box_id_for
-from engram_md.config import BoxConfig
-from engram_md.models import Category, Fact
+from engram_md.core.config import BoxConfig
+from engram_md.core.models import Category, Fact
+from engram_md.organize.boxes import BoxBuilder, BoxMember, Seal, SealReason, Summarizer, box_id_for
 
 from .test_topics import T0, make_fact
 

@@ -8,10 +8,17 @@ from pathlib import Path
 import frontmatter
 import pytest
 
-from engram_md.boxes import Box, BoxMember
-from engram_md.boxfile import box_path, box_rel_path, parse_box, read_box, render_box, write_box
-from engram_md.errors import MemoryFileError
-from engram_md.paths import MemoryLayout
+from engram_md.core.errors import MemoryFileError
+from engram_md.core.paths import MemoryLayout
+from engram_md.organize.boxes import Box, BoxMember
+from engram_md.organize.boxfile import (
+    box_path,
+    box_rel_path,
+    parse_box,
+    read_box,
+    render_box,
+    write_box,
+)
 
 from .test_topics import T0
 

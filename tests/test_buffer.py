@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from engram_md.buffer import Batch, SmartBuffer, Trigger
-from engram_md.config import BufferConfig
-from engram_md.models import Level, Role, Signal, Turn
+from engram_md.core.config import BufferConfig
+from engram_md.core.models import Level, Role, Signal, Turn
+from engram_md.ingest.buffer import Batch, SmartBuffer, Trigger
 
 T0 = datetime(2026, 3, 2, 9, 0, 0, tzinfo=UTC)
 NONE = Signal(Level.NONE)

@@ -23,10 +23,10 @@ from typer.testing import CliRunner
 import engram_md.app
 from engram_md.app import RecallSession
 from engram_md.cli import app
-from engram_md.config import Config
-from engram_md.errors import IndexError_
-from engram_md.index import TABLE_NAME, MemoryIndex, connect
-from engram_md.lock import START_WAIT_SECONDS, WriterLock
+from engram_md.core.config import Config
+from engram_md.core.errors import IndexError_
+from engram_md.core.lock import START_WAIT_SECONDS, WriterLock
+from engram_md.index.table import TABLE_NAME, MemoryIndex, connect
 
 from .conftest import Cli, HashEmbedder, sample
 from .rows import index_row

@@ -8,8 +8,8 @@ import pytest
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from engram_md.config import Config, load_config
-from engram_md.errors import ConfigError
+from engram_md.core.config import Config, load_config
+from engram_md.core.errors import ConfigError
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "config.example.yaml"
 

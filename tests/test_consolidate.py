@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from engram_md.config import Config
-from engram_md.consolidate import (
+from engram_md.consolidate.plan import Change, Context, FactMove, FactUpdate, FileWrite
+from engram_md.consolidate.run import (
     DaemonConsolidation,
     Pause,
     Result,
@@ -25,14 +25,14 @@ from engram_md.consolidate import (
     consolidate,
     retire_allowance,
 )
-from engram_md.dedup import HashIndex
-from engram_md.factfile import read_fact, render_fact
-from engram_md.indexer import Indexer
-from engram_md.models import Fact, Status
-from engram_md.paths import MemoryLayout
-from engram_md.plan import Change, Context, FactMove, FactUpdate, FileWrite
-from engram_md.statefile import save_json
-from engram_md.store import MemoryStore
+from engram_md.core.config import Config
+from engram_md.core.models import Fact, Status
+from engram_md.core.paths import MemoryLayout
+from engram_md.core.statefile import save_json
+from engram_md.index.indexer import Indexer
+from engram_md.store.dedup import HashIndex
+from engram_md.store.fact_store import MemoryStore
+from engram_md.store.factfile import read_fact, render_fact
 
 from .conftest import HashEmbedder
 from .consolidate_folder import NOW, Planted, make_fact, plant, write

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engram_md.contradictions import (
+from engram_md.consolidate.contradictions import (
     Profile,
     Relation,
     candidate_pairs,
@@ -19,7 +19,8 @@ from engram_md.contradictions import (
     relate,
     subjects,
 )
-from engram_md.models import (
+from engram_md.consolidate.plan import FactUpdate
+from engram_md.core.models import (
     FIRST_SOURCE_TURNS,
     LATEST_SOURCE_TURNS,
     Category,
@@ -28,7 +29,6 @@ from engram_md.models import (
     MemoryKind,
     Status,
 )
-from engram_md.plan import FactUpdate
 
 from .consolidate_folder import NOW, make_fact
 

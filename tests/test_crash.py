@@ -9,7 +9,7 @@ import signal
 import time
 from pathlib import Path
 
-from engram_md.atomic import TMP_MARKER, is_temp_file
+from engram_md.core.atomic import TMP_MARKER, is_temp_file
 
 from .conftest import Cli
 from .synthetic import conversation

@@ -12,7 +12,7 @@ from .conftest import clean_env
 
 # Reaches point "a" three times and "b" once, then says it survived.
 _SCRIPT = (
-    "from engram_md.crashpoints import crashpoint\n"
+    "from engram_md.core.crashpoints import crashpoint\n"
     "for _ in range(3):\n"
     "    crashpoint('a')\n"
     "crashpoint('b')\n"

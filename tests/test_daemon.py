@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from engram_md.app import Engine, open_engine
-from engram_md.buffer import SmartBuffer
-from engram_md.config import load_config
+from engram_md.core.config import load_config
+from engram_md.ingest.buffer import SmartBuffer
 
 from .test_pipeline import ScriptedExtractor
 

@@ -4,7 +4,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from engram_md.dates import parse_absolute_dates, relative_date_spans, resolve_relative_dates
+from engram_md.text.dates import parse_absolute_dates, relative_date_spans, resolve_relative_dates
 
 # Monday 2026-03-02, mid-morning UTC: the anchor of the sample transcripts.
 MONDAY = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engram_md.dedup import HashIndex
-from engram_md.hashing import content_hash
+from engram_md.store.dedup import HashIndex
+from engram_md.text.hashing import content_hash
 
 H1 = content_hash("Dana uses uv instead of pip.")
 H2 = content_hash("The service moves to PostgreSQL 16.")

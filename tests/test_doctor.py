@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from engram_md.boxfile import read_box
 from engram_md.cli import app
-from engram_md.dedup import HashIndex
-from engram_md.doctor import DoctorReport, Problem, examine, repair
-from engram_md.errors import LockError
-from engram_md.factfile import read_fact, render_fact, write_fact
-from engram_md.forget import drop_box_members, drop_from_open_boxes, update_traces
-from engram_md.graph import GraphStore
-from engram_md.index import IndexRow, MemoryIndex
-from engram_md.lock import WriterLock
-from engram_md.models import Category, Fact, Source, Status
+from engram_md.core.errors import LockError
+from engram_md.core.lock import WriterLock
+from engram_md.core.models import Category, Fact, Source, Status
+from engram_md.index.table import IndexRow, MemoryIndex
+from engram_md.maintain.doctor import DoctorReport, Problem, examine, repair
+from engram_md.maintain.forget import drop_box_members, drop_from_open_boxes, update_traces
+from engram_md.organize.boxfile import read_box
+from engram_md.organize.graph import GraphStore
+from engram_md.store.dedup import HashIndex
+from engram_md.store.factfile import read_fact, render_fact, write_fact
 
 from .test_forget import STATEMENTS, Folder, build_folder, make_fact
 

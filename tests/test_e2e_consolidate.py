@@ -16,10 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engram_md.atomic import is_temp_file
-from engram_md.factfile import read_fact
-from engram_md.models import Fact
-from engram_md.paths import MemoryLayout
+from engram_md.core.atomic import is_temp_file
+from engram_md.core.models import Fact
+from engram_md.core.paths import MemoryLayout
+from engram_md.store.factfile import read_fact
 
 from .conftest import Cli, clean_env
 from .consolidate_folder import NOW, Planted, plant
@@ -147,7 +147,7 @@ def test_kill_9_mid_run_then_the_next_run_completes(make_cli: Callable[[str], Cl
 
 
 def test_refused_while_another_writer_holds_the_folder(cli: Cli) -> None:
-    from engram_md.lock import WriterLock
+    from engram_md.core.lock import WriterLock
 
     plant(MemoryLayout(cli.memory, cli.state))
     with WriterLock(cli.state / "lock"):

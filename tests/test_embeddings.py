@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engram_md.config import EmbeddingConfig
-from engram_md.embeddings import (
+from engram_md.core.config import EmbeddingConfig
+from engram_md.core.errors import EmbeddingError
+from engram_md.text.embeddings import (
     MINILM_DIM,
     MINILM_MODEL_ID,
     CachedEmbedder,
@@ -18,7 +19,6 @@ from engram_md.embeddings import (
     l2_normalize,
     make_embedder,
 )
-from engram_md.errors import EmbeddingError
 
 from .conftest import HashEmbedder
 from .fake_openai import FakeOpenAI, fake_embedding

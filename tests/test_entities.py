@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engram_md.entities import group_entities, plan_entities
-from engram_md.factfile import write_fact
-from engram_md.models import Category, Status
-from engram_md.plan import FileWrite
+from engram_md.consolidate.entities import group_entities, plan_entities
+from engram_md.consolidate.plan import FileWrite
+from engram_md.core.models import Category, Status
+from engram_md.store.factfile import write_fact
 
 from .test_lifecycle import NOW, Folder, apply, make_fact
 

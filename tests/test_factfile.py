@@ -8,10 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from engram_md.errors import MemoryFileError
-from engram_md.factfile import KEY_ORDER, parse_fact, read_fact, render_fact, write_fact
-from engram_md.hashing import content_hash
-from engram_md.models import (
+from engram_md.core.errors import MemoryFileError
+from engram_md.core.models import (
     Category,
     ConfidenceTier,
     Fact,
@@ -23,6 +21,8 @@ from engram_md.models import (
     StatusChange,
     VerificationState,
 )
+from engram_md.store.factfile import KEY_ORDER, parse_fact, read_fact, render_fact, write_fact
+from engram_md.text.hashing import content_hash
 
 T = datetime(2026, 3, 2, 9, 2, 0, tzinfo=UTC)
 BODY = "Dana wants shell commands to use uv instead of pip."

@@ -11,10 +11,10 @@ from datetime import timedelta
 import openai
 import pytest
 
-from engram_md.contradictions import Relation
-from engram_md.judge import SYSTEM_PROMPT, LLMJudge, build_prompt
-from engram_md.llm_extractor import Usage
-from engram_md.models import Fact
+from engram_md.consolidate.contradictions import Relation
+from engram_md.consolidate.judge import SYSTEM_PROMPT, LLMJudge, build_prompt
+from engram_md.core.models import Fact
+from engram_md.extract.llm_extractor import Usage
 
 from .consolidate_folder import NOW, make_fact
 from .fake_openai import (

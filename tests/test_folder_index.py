@@ -9,10 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from engram_md.folder_index import plan_folder_index, read_action_stats, render_guidelines
-from engram_md.models import Category, Status
-from engram_md.plan import Change, FileWrite
-from engram_md.telemetry import ActionLog
+from engram_md.consolidate.folder_index import (
+    plan_folder_index,
+    read_action_stats,
+    render_guidelines,
+)
+from engram_md.consolidate.plan import Change, FileWrite
+from engram_md.core.models import Category, Status
+from engram_md.core.telemetry import ActionLog
 
 from .test_lifecycle import Folder, make_fact
 

@@ -15,25 +15,15 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from engram_md import forget as forget_mod
 from engram_md.app import layout_for
-from engram_md.boxfile import read_box
 from engram_md.cli import app
-from engram_md.config import Config, load_config
-from engram_md.doctor import examine
-from engram_md.embeddings import CachedEmbedder, LocalMiniLM
-from engram_md.entities import plan_entities
-from engram_md.errors import LockError
-from engram_md.factfile import read_fact, write_fact
-from engram_md.folder_index import render_topics
-from engram_md.forget import forget, plan_forget
-from engram_md.graph import GraphStore
-from engram_md.hashing import content_hash
-from engram_md.index import TABLE_NAME, MemoryIndex, connect
-from engram_md.indexer import Indexer
-from engram_md.journal import Journal
-from engram_md.lock import WriterLock
-from engram_md.models import (
+from engram_md.consolidate.entities import plan_entities
+from engram_md.consolidate.folder_index import render_topics
+from engram_md.consolidate.plan import Context, FileWrite
+from engram_md.core.config import Config, load_config
+from engram_md.core.errors import LockError
+from engram_md.core.lock import WriterLock
+from engram_md.core.models import (
     Category,
     ConfidenceTier,
     Fact,
@@ -44,13 +34,23 @@ from engram_md.models import (
     StatusChange,
     Turn,
 )
-from engram_md.paths import MemoryLayout
-from engram_md.pipeline import fact_id
-from engram_md.plan import Context, FileWrite
-from engram_md.statefile import save_json
-from engram_md.store import MemoryStore
-from engram_md.structure import Structure
-from engram_md.telemetry import ActionLog
+from engram_md.core.paths import MemoryLayout
+from engram_md.core.statefile import save_json
+from engram_md.core.telemetry import ActionLog
+from engram_md.index.indexer import Indexer
+from engram_md.index.table import TABLE_NAME, MemoryIndex, connect
+from engram_md.ingest.journal import Journal
+from engram_md.ingest.pipeline import fact_id
+from engram_md.maintain import forget as forget_mod
+from engram_md.maintain.doctor import examine
+from engram_md.maintain.forget import forget, plan_forget
+from engram_md.organize.boxfile import read_box
+from engram_md.organize.graph import GraphStore
+from engram_md.organize.structure import Structure
+from engram_md.store.fact_store import MemoryStore
+from engram_md.store.factfile import read_fact, write_fact
+from engram_md.text.embeddings import CachedEmbedder, LocalMiniLM
+from engram_md.text.hashing import content_hash
 
 from .conftest import REPO, Cli, HashEmbedder, clean_env, sample
 
@@ -578,8 +578,8 @@ def test_the_crash_loop_can_kill_forget_between_steps(folder: Folder) -> None:
     target = folder.fact(STATEMENTS[1][3])
     script = (
         "import sys; from pathlib import Path\n"
-        "from engram_md.embeddings import CachedEmbedder\n"
-        "from engram_md.forget import forget\n"
+        "from engram_md.text.embeddings import CachedEmbedder\n"
+        "from engram_md.maintain.forget import forget\n"
         "from tests.conftest import HashEmbedder\n"
         "from tests.test_forget import make_cfg\n"
         "cfg = make_cfg(Path(sys.argv[1]))\n"

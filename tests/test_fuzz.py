@@ -30,15 +30,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
-from engram_md.boxes import Box
-from engram_md.boxfile import box_rel_path, parse_box, read_box, render_box
 from engram_md.cli import app
-from engram_md.embeddings import LocalMiniLM
-from engram_md.errors import MemoryFileError
-from engram_md.factfile import parse_fact, read_fact, render_fact
-from engram_md.models import Fact, Role, Turn
-from engram_md.sources import CursorStore, FileTail, decode_lines, read_lines
-from engram_md.transcripts import LineError, ReaderState, TranscriptReader
+from engram_md.core.errors import MemoryFileError
+from engram_md.core.models import Fact, Role, Turn
+from engram_md.ingest.sources import CursorStore, FileTail, decode_lines, read_lines
+from engram_md.ingest.transcripts import LineError, ReaderState, TranscriptReader
+from engram_md.organize.boxes import Box
+from engram_md.organize.boxfile import box_rel_path, parse_box, read_box, render_box
+from engram_md.store.factfile import parse_fact, read_fact, render_fact
+from engram_md.text.embeddings import LocalMiniLM
 
 from .conftest import Cli
 from .fuzzing import EXAMPLES, FUZZ

@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from engram_md.config import GraphConfig
-from engram_md.graph import (
+from engram_md.core.config import GraphConfig
+from engram_md.core.models import Category, Fact
+from engram_md.organize.graph import (
     GraphStore,
     causal_marker,
     content_words,
     decayed,
     load_adjacency,
 )
-from engram_md.models import Category, Fact
 
 from .test_topics import T0, make_fact
 
@@ -212,7 +212,7 @@ def test_a_name_every_fact_mentions_links_only_a_few_recent_facts(tmp_path: Path
 def test_facts_sharing_more_entities_win_the_limited_edges(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("engram_md.graph.MAX_ENTITY_EDGES", 3)
+    monkeypatch.setattr("engram_md.organize.graph.MAX_ENTITY_EDGES", 3)
     g = store(tmp_path)
     plan = [("tool-postgres",)] * 4 + [("org-acme",)] * 4 + [("tool-postgres", "org-acme")]
     plan += [("tool-postgres",)] * 2 + [("org-acme",)] * 2

@@ -7,11 +7,11 @@ import json
 from typer.testing import CliRunner
 
 from engram_md.cli import app
-from engram_md.config import Config
-from engram_md.consolidate import Vectors, consolidate
-from engram_md.history import fact_history, find_fact, render_history
-from engram_md.paths import MemoryLayout
-from engram_md.store import MemoryStore
+from engram_md.consolidate.run import Vectors, consolidate
+from engram_md.core.config import Config
+from engram_md.core.paths import MemoryLayout
+from engram_md.maintain.history import fact_history, find_fact, render_history
+from engram_md.store.fact_store import MemoryStore
 
 from .consolidate_folder import NOW, Planted, make_fact, plant, write
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engram_md.embeddings import LocalMiniLM, l2_normalize
-from engram_md.errors import IndexError_
-from engram_md.index import IndexRow, MemoryIndex, sql_quote
+from engram_md.core.errors import IndexError_
+from engram_md.index.table import IndexRow, MemoryIndex, sql_quote
+from engram_md.text.embeddings import LocalMiniLM, l2_normalize
 
 from .conftest import HashEmbedder
 from .rows import index_row
@@ -284,7 +284,7 @@ def test_approximate_vector_search_finds_the_exact_top_hits(
 ) -> None:
     """Recall's shortlist (projected vectors, then exact re-scoring) agrees with exact search,
     follows later writes and respects the filter."""
-    import engram_md.index as index_module
+    import engram_md.index.table as index_module
 
     monkeypatch.setattr(index_module, "_SHORTLIST_MIN_ROWS", 100)
     monkeypatch.setattr(index_module, "_SHORTLIST_FLOOR", 100)

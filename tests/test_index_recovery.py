@@ -17,9 +17,9 @@ from pathlib import Path
 import lancedb
 import pytest
 
-from engram_md.doctor import examine, repair
-from engram_md.errors import IndexError_
-from engram_md.index import TABLE_NAME, UNREADABLE_DIR, MemoryIndex, search_indices_lacking
+from engram_md.core.errors import IndexError_
+from engram_md.index.table import TABLE_NAME, UNREADABLE_DIR, MemoryIndex, search_indices_lacking
+from engram_md.maintain.doctor import examine, repair
 
 from .conftest import Cli, HashEmbedder, clean_env
 from .rows import index_row

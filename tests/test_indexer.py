@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 
 from engram_md.app import Engine, open_engine
-from engram_md.config import Config
-from engram_md.embeddings import LocalMiniLM
-from engram_md.factfile import render_fact
-from engram_md.indexer import Indexer, same_specifics, specifics
-from engram_md.models import CandidateFact, Category, Fact, Source, Status
-from engram_md.pipeline import to_fact
+from engram_md.core.config import Config
+from engram_md.core.models import CandidateFact, Category, Fact, Source, Status
+from engram_md.index.indexer import Indexer, same_specifics, specifics
+from engram_md.ingest.pipeline import to_fact
+from engram_md.store.factfile import render_fact
+from engram_md.text.embeddings import LocalMiniLM
 
 T0 = datetime(2026, 3, 2, 9, 2, tzinfo=UTC)
 

@@ -22,9 +22,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engram_md.factfile import KEY_ORDER, parse_fact, read_fact, render_fact
-from engram_md.hashing import content_hash
-from engram_md.models import (
+from engram_md.core.models import (
     Category,
     ConfidenceTier,
     Fact,
@@ -33,6 +31,8 @@ from engram_md.models import (
     Source,
     Status,
 )
+from engram_md.store.factfile import KEY_ORDER, parse_fact, read_fact, render_fact
+from engram_md.text.hashing import content_hash
 
 from .conftest import Cli, clean_env
 from .fake_openai import FakeOpenAI, Reply

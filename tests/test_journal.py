@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from engram_md import journal as journal_mod
-from engram_md import seen_set
-from engram_md.journal import Journal, pending_count, turn_key
-from engram_md.models import Role, Turn
+from engram_md.core.models import Role, Turn
+from engram_md.ingest import journal as journal_mod
+from engram_md.ingest import seen_set
+from engram_md.ingest.journal import Journal, pending_count, turn_key
 
 T0 = datetime(2026, 3, 2, 9, 0, 0, tzinfo=UTC)
 

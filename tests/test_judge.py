@@ -8,11 +8,11 @@ from datetime import timedelta
 
 import pytest
 
-from engram_md.contradictions import Relation
-from engram_md.errors import LLMOutputError
-from engram_md.judge import LLMJudge, build_prompt, judged_relations, parse_decisions
-from engram_md.llm_extractor import Usage
-from engram_md.models import Category, Fact
+from engram_md.consolidate.contradictions import Relation
+from engram_md.consolidate.judge import LLMJudge, build_prompt, judged_relations, parse_decisions
+from engram_md.core.errors import LLMOutputError
+from engram_md.core.models import Category, Fact
+from engram_md.extract.llm_extractor import Usage
 
 from .consolidate_folder import NOW, make_fact
 from .fake_openai import FakeOpenAI, Reply

@@ -8,17 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from engram_md.config import Config
-from engram_md.factfile import read_fact, write_fact
-from engram_md.hashing import content_hash
-from engram_md.lifecycle import (
+from engram_md.consolidate.lifecycle import (
     FIRST_EPOCH_KEY,
     decayed_importance,
     effective_importance,
     plan_lifecycle,
     resolved_commitments,
 )
-from engram_md.models import (
+from engram_md.consolidate.plan import Change, Context, FactMove, FactUpdate, FileWrite
+from engram_md.core.config import Config
+from engram_md.core.models import (
     Category,
     ConfidenceTier,
     Fact,
@@ -29,9 +28,10 @@ from engram_md.models import (
     Status,
     VerificationState,
 )
-from engram_md.normalize import confidence_tier
-from engram_md.paths import MemoryLayout
-from engram_md.plan import Change, Context, FactMove, FactUpdate, FileWrite
+from engram_md.core.paths import MemoryLayout
+from engram_md.extract.normalize import confidence_tier
+from engram_md.store.factfile import read_fact, write_fact
+from engram_md.text.hashing import content_hash
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from engram_md.config import LLMConfig
-from engram_md.errors import LLMOutputError, LLMUnavailable
-from engram_md.extractor import Discard
-from engram_md.llm_extractor import LLMExtractor, Usage, validate_answer
-from engram_md.models import CandidateFact, Category, Role, Source, Turn
-from engram_md.prompts import SCHEMA, SYSTEM_PROMPT, render_turn, user_prompt
+from engram_md.core.config import LLMConfig
+from engram_md.core.errors import LLMOutputError, LLMUnavailable
+from engram_md.core.models import CandidateFact, Category, Role, Source, Turn
+from engram_md.extract.extractor import Discard
+from engram_md.extract.llm_extractor import LLMExtractor, Usage, validate_answer
+from engram_md.extract.prompts import SCHEMA, SYSTEM_PROMPT, render_turn, user_prompt
 
 from .fake_openai import FakeOpenAI, Reply, fake_extract, fake_openai_server
 

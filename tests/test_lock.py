@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from engram_md.errors import LockError
-from engram_md.lock import WriterLock
+from engram_md.core.errors import LockError
+from engram_md.core.lock import WriterLock
 
 # A child process that tries the lock and reports the outcome on stdout.
 TRY_LOCK = """
 import sys
 import threading
 from pathlib import Path
-from engram_md.errors import LockError
-from engram_md.lock import WriterLock
+from engram_md.core.errors import LockError
+from engram_md.core.lock import WriterLock
 try:
     WriterLock(Path(sys.argv[1]), memory_dir=Path(sys.argv[2])).acquire()
 except LockError as exc:
@@ -35,7 +35,7 @@ else:
 HOLD_LOCK = """
 import sys, time
 from pathlib import Path
-from engram_md.lock import WriterLock
+from engram_md.core.lock import WriterLock
 WriterLock(Path(sys.argv[1])).acquire()
 print("HELD", flush=True)
 time.sleep(60)

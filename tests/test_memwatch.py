@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from engram_md.app import Engine, open_engine
-from engram_md.config import Config
-from engram_md.embeddings import LocalMiniLM
-from engram_md.factfile import render_fact
-from engram_md.indexer import Indexer, ReconcileReport
-from engram_md.memwatch import MemoryWatcher
-from engram_md.models import CandidateFact, Category, Fact, Source
-from engram_md.pipeline import to_fact
+from engram_md.core.config import Config
+from engram_md.core.models import CandidateFact, Category, Fact, Source
+from engram_md.index.indexer import Indexer, ReconcileReport
+from engram_md.index.memwatch import MemoryWatcher
+from engram_md.ingest.pipeline import to_fact
+from engram_md.store.factfile import render_fact
+from engram_md.text.embeddings import LocalMiniLM
 
 T0 = datetime(2026, 3, 2, 9, 2, tzinfo=UTC)
 WITHIN = 2.5  # seconds: "about two", with room for a busy machine

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from engram_md.neighbors import neighbour_support
+from engram_md.recall.neighbors import neighbour_support
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 WINDOW = timedelta(minutes=30)

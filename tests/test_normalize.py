@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engram_md.models import Category, ConfidenceTier, MemoryKind, PolicyClass
-from engram_md.normalize import (
+from engram_md.core.models import Category, ConfidenceTier, MemoryKind, PolicyClass
+from engram_md.extract.normalize import (
     SPECULATIVE_TTL_DAYS,
     classify_kind,
     confidence_tier,

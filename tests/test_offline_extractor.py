@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engram_md.config import OfflineConfig, SignalConfig
-from engram_md.errors import EmbeddingError
-from engram_md.models import CandidateFact, Category, MemoryKind, Role, Source, Turn
-from engram_md.offline_extractor import OfflineExtractor, StatementRewriter, estimate_tokens
-from engram_md.signals import Pattern, SignalScanner
+from engram_md.core.config import OfflineConfig, SignalConfig
+from engram_md.core.errors import EmbeddingError
+from engram_md.core.models import CandidateFact, Category, MemoryKind, Role, Source, Turn
+from engram_md.extract.offline_extractor import OfflineExtractor, StatementRewriter, estimate_tokens
+from engram_md.text.signals import Pattern, SignalScanner
 
 TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)  # a Monday

@@ -21,11 +21,11 @@ import regex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engram_md.factfile import read_fact, write_fact
-from engram_md.hashing import content_hash
-from engram_md.models import Category, ConfidenceTier, Fact, MemoryKind, Source, Status
-from engram_md.paths import MemoryLayout, safe_slug
-from engram_md.store import MemoryStore
+from engram_md.core.models import Category, ConfidenceTier, Fact, MemoryKind, Source, Status
+from engram_md.core.paths import MemoryLayout, safe_slug
+from engram_md.store.fact_store import MemoryStore
+from engram_md.store.factfile import read_fact, write_fact
+from engram_md.text.hashing import content_hash
 
 from .conftest import Cli
 from .fuzzing import FUZZ

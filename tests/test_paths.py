@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engram_md.paths import MemoryLayout, safe_slug
+from engram_md.core.paths import MemoryLayout, safe_slug
 
 WHEN = datetime(2026, 3, 2, 9, 2, 0, tzinfo=UTC)
 

@@ -10,11 +10,9 @@ from pathlib import Path
 import pytest
 
 from engram_md.app import Engine, open_engine
-from engram_md.config import load_config
-from engram_md.errors import LLMOutputError
-from engram_md.extractor import Discard
-from engram_md.factfile import read_fact
-from engram_md.models import (
+from engram_md.core.config import load_config
+from engram_md.core.errors import LLMOutputError
+from engram_md.core.models import (
     FIRST_SOURCE_TURNS,
     LATEST_SOURCE_TURNS,
     CandidateFact,
@@ -23,6 +21,8 @@ from engram_md.models import (
     Source,
     Turn,
 )
+from engram_md.extract.extractor import Discard
+from engram_md.store.factfile import read_fact
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 

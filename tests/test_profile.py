@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from engram_md.config import ConsolidateConfig
-from engram_md.models import Category, Status
-from engram_md.plan import FileWrite
-from engram_md.profile import plan_profile
+from engram_md.consolidate.plan import FileWrite
+from engram_md.consolidate.profile import plan_profile
+from engram_md.core.config import ConsolidateConfig
+from engram_md.core.models import Category, Status
 
 from .test_lifecycle import NOW, Folder, apply, make_fact
 

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from engram_md.access import AccessLog
-from engram_md.config import RecallConfig
-from engram_md.embeddings import LocalMiniLM
-from engram_md.index import IndexRow, MemoryIndex
-from engram_md.recall import (
+from engram_md.core.config import RecallConfig
+from engram_md.index.table import IndexRow, MemoryIndex
+from engram_md.recall.recaller import (
     Recaller,
     ScoreParts,
     Weights,
     estimate_tokens,
     query_features,
 )
+from engram_md.store.access import AccessLog
+from engram_md.text.embeddings import LocalMiniLM
 
 from .rows import index_row
 

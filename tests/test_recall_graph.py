@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from engram_md.access import AccessLog
-from engram_md.activation import Adjacency
-from engram_md.boxes import Box
-from engram_md.boxfile import write_box
-from engram_md.boxindex import BOX_KIND, sync_boxes
-from engram_md.config import RecallConfig
-from engram_md.embeddings import LocalMiniLM
-from engram_md.index import MemoryIndex
-from engram_md.paths import MemoryLayout
-from engram_md.recall import Recaller, Weights
+from engram_md.core.config import RecallConfig
+from engram_md.core.paths import MemoryLayout
+from engram_md.index.boxindex import BOX_KIND, sync_boxes
+from engram_md.index.table import MemoryIndex
+from engram_md.organize.activation import Adjacency
+from engram_md.organize.boxes import Box
+from engram_md.organize.boxfile import write_box
+from engram_md.recall.recaller import Recaller, Weights
+from engram_md.store.access import AccessLog
+from engram_md.text.embeddings import LocalMiniLM
 
 from .conftest import Cli, sample
 from .rows import index_row

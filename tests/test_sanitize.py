@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engram_md.config import SanitizeConfig
-from engram_md.models import Role, Turn
-from engram_md.sanitize import redact_secrets, sanitize_turn, strip_memory_blocks
+from engram_md.core.config import SanitizeConfig
+from engram_md.core.models import Role, Turn
+from engram_md.ingest.sanitize import redact_secrets, sanitize_turn, strip_memory_blocks
 
 from .fuzzing import FUZZ
 

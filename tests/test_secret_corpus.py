@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from engram_md.sanitize import redact_secrets
+from engram_md.ingest.sanitize import redact_secrets
 
 from .conftest import Cli
 

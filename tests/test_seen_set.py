@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from engram_md import seen_set
-from engram_md.seen_set import SeenSet, key_digest
+from engram_md.ingest import seen_set
+from engram_md.ingest.seen_set import SeenSet, key_digest
 
 
 def test_membership_across_the_recent_set_and_the_sorted_array(

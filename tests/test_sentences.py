@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from engram_md.sentences import split_sentences
+from engram_md.text.sentences import split_sentences
 
 
 @pytest.mark.parametrize(

@@ -22,13 +22,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engram_md.access import AccessLog
-from engram_md.config import RecallConfig
-from engram_md.embeddings import LocalMiniLM, l2_normalize
-from engram_md.errors import ConfigError, RecallServerError
-from engram_md.index import IndexRow, MemoryIndex
-from engram_md.recall import Recaller, RecallResult
-from engram_md.server import (
+from engram_md.core.config import RecallConfig
+from engram_md.core.errors import ConfigError, RecallServerError
+from engram_md.index.table import IndexRow, MemoryIndex
+from engram_md.recall.recaller import Recaller, RecallResult
+from engram_md.recall.server import (
     MAX_BODY_BYTES,
     Endpoint,
     RecallClient,
@@ -36,6 +34,8 @@ from engram_md.server import (
     find_daemon,
     loopback_host,
 )
+from engram_md.store.access import AccessLog
+from engram_md.text.embeddings import LocalMiniLM, l2_normalize
 
 from .rows import index_row
 

@@ -11,10 +11,10 @@ import regex
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from engram_md.config import SignalConfig, load_config
-from engram_md.errors import ConfigError
-from engram_md.models import Category, Level
-from engram_md.signals import (
+from engram_md.core.config import SignalConfig, load_config
+from engram_md.core.errors import ConfigError
+from engram_md.core.models import Category, Level
+from engram_md.text.signals import (
     _PAST_VERB,
     _SPOKEN_TIME,
     BUILTIN_PATTERNS,

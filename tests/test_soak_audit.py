@@ -9,12 +9,9 @@ import pytest
 
 from bench import locomo
 from bench.soak_data import ReplayInput, audit, base_profile
-from engram_md import journal
 from engram_md.app import open_engine
-from engram_md.config import Config
-from engram_md.extractor import Discard
-from engram_md.factfile import read_fact
-from engram_md.models import (
+from engram_md.core.config import Config
+from engram_md.core.models import (
     FIRST_SOURCE_TURNS,
     LATEST_SOURCE_TURNS,
     CandidateFact,
@@ -23,7 +20,10 @@ from engram_md.models import (
     Source,
     Turn,
 )
-from engram_md.transcripts import TranscriptReader
+from engram_md.extract.extractor import Discard
+from engram_md.ingest import journal
+from engram_md.ingest.transcripts import TranscriptReader
+from engram_md.store.factfile import read_fact
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 STATEMENT = "Dana keeps her notes in plain text files."

@@ -11,9 +11,9 @@ from typing import cast
 
 import pytest
 
-from engram_md import sources
-from engram_md.models import Turn
-from engram_md.sources import (
+from engram_md.core.models import Turn
+from engram_md.ingest import sources
+from engram_md.ingest.sources import (
     Cursor,
     CursorStore,
     FileTail,
@@ -21,7 +21,7 @@ from engram_md.sources import (
     expand_watch_paths,
     read_lines,
 )
-from engram_md.transcripts import LineError
+from engram_md.ingest.transcripts import LineError
 
 
 def lines_of(data: bytes, **kw: object) -> list[RawLine]:

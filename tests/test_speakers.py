@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from engram_md.models import Role, Turn
-from engram_md.speakers import SpeakerBook, introduced_name, self_introduction
+from engram_md.core.models import Role, Turn
+from engram_md.extract.speakers import SpeakerBook, introduced_name, self_introduction
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from engram_md.hashing import content_hash
-from engram_md.models import Category, ConfidenceTier, Fact, MemoryKind, Source
-from engram_md.paths import MemoryLayout
-from engram_md.store import MemoryStore
+from engram_md.core.models import Category, ConfidenceTier, Fact, MemoryKind, Source
+from engram_md.core.paths import MemoryLayout
+from engram_md.store.fact_store import MemoryStore
+from engram_md.text.hashing import content_hash
 
 
 def make_fact(text: str, *, category: Category = Category.PREFERENCE, minute: int = 2) -> Fact:

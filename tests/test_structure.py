@@ -7,15 +7,15 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from engram_md.boxfile import read_box
-from engram_md.config import Config, load_config
-from engram_md.factfile import read_fact
-from engram_md.hashing import content_hash
-from engram_md.models import Fact
-from engram_md.paths import MemoryLayout
-from engram_md.store import MemoryStore
-from engram_md.structure import Structure
-from engram_md.telemetry import ActionLog
+from engram_md.core.config import Config, load_config
+from engram_md.core.models import Fact
+from engram_md.core.paths import MemoryLayout
+from engram_md.core.telemetry import ActionLog
+from engram_md.organize.boxfile import read_box
+from engram_md.organize.structure import Structure
+from engram_md.store.fact_store import MemoryStore
+from engram_md.store.factfile import read_fact
+from engram_md.text.hashing import content_hash
 
 from .test_topics import T0, make_fact
 

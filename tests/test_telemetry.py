@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engram_md.telemetry import ACTIONS, ActionLog
+from engram_md.core.telemetry import ACTIONS, ActionLog
 
 
 def read(path: Path) -> list[dict[str, object]]:
@@ -67,7 +67,7 @@ def test_unwritable_path_is_reported_once_and_never_raises(
     blocker = tmp_path / "state"
     blocker.write_text("a file where the folder should be")
     log = ActionLog(blocker / "memory-actions.jsonl")
-    with caplog.at_level(logging.WARNING, logger="engram_md.telemetry"):
+    with caplog.at_level(logging.WARNING, logger="engram_md.core.telemetry"):
         for _ in range(3):
             log.record("store_note", "applied", "x")
     warnings = [r for r in caplog.records if "telemetry skipped" in r.getMessage()]

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from engram_md.models import Category, ConfidenceTier, Fact, MemoryKind, Source
-from engram_md.topics import entity_topic, fact_topics, normalize_topic, topic_overlap
+from engram_md.core.models import Category, ConfidenceTier, Fact, MemoryKind, Source
+from engram_md.organize.topics import entity_topic, fact_topics, normalize_topic, topic_overlap
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 

@@ -6,8 +6,8 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
-from engram_md.config import TraceConfig
-from engram_md.traces import TraceBox, TraceWeaver, load_traces
+from engram_md.core.config import TraceConfig
+from engram_md.organize.traces import TraceBox, TraceWeaver, load_traces
 
 from .test_topics import T0
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engram_md.models import Role, Turn
-from engram_md.transcripts import MAX_LINE_BYTES, LineError, ReaderState, TranscriptReader
+from engram_md.core.models import Role, Turn
+from engram_md.ingest.transcripts import MAX_LINE_BYTES, LineError, ReaderState, TranscriptReader
 
 from .conftest import JSON_SAMPLES, SAMPLES, sample
 

@@ -1,0 +1,565 @@
+"""Lifecycle of a fact: importance decay, heat and decay scores, tiers, retirement, archival.
+
+One planning step, :func:`plan_lifecycle`, and the formulas it is built from. The formulas are
+public so recall and ``status`` use the very same numbers (one formula, never a fork).
+
+**Importance decay** (seed 000/001). A fact's stored ``importance`` is what extraction gave it
+and is never rewritten for decay. What counts is the *effective* importance, computed from the
+consolidation epoch counter::
+
+    effective = clamp(max(0.01, importance * factor ** epochs_lived) + 0.03 * accesses, 0.01, 1)
+
+``factor`` depends on the kind of memory: 0.996 per epoch for procedural knowledge (preferences,
+principles, skills: half-life ~173 epochs), 0.98 for episodes (~35), 0.988 for the rest (~58).
+``epochs_lived`` is the current epoch minus the epoch a fact was first consolidated in, which
+is stamped once into its frontmatter as ``firstEpoch``; decay therefore only happens while
+consolidation runs (an idle agent forgets nothing), and files are not rewritten per epoch.
+Each recall (``accesses``) lifts a memory by the activation boost of seed 000.
+
+**Heat, decay, lifecycle state** (reference §2.11), from normalized signals: confidence weight
+(explicit 1, implied 0.8, inferred 0.6, speculative 0.35), access = log1p(n)/log1p(20),
+recency = 1 - age/90 days, effective importance, feedback (user-confirmed 1, disputed 0,
+otherwise 0.5 plus 0.1 per re-confirmation)::
+
+    heat  = .25 conf + .30 access + .20 recency + .15 importance + .10 feedback - .2 disputed
+    decay = .30 age/180d + .25 idle/120d + .20 (1 - conf) + .10 (1 - feedback) + .15 (1 - heat)
+
+``idle`` is the time since the fact was last written or re-confirmed (the access log keeps
+counts, not times). Both scores are written rounded to steps of 0.05, so a file changes only
+when its standing moves by a step (every few weeks for a young fact, then never), and the
+state transitions read the written values, so a file explains itself:
+
+* decay >= 0.85 and not protected -> ``archived``; decay >= 0.65 or disputed -> ``stale``
+* heat >= 0.55 -> ``active`` when confirmed (user- or system-verified, or re-stated), else
+  ``validated``
+* otherwise a candidate stays a candidate, validated/active stay, and a stale memory that
+  recovered (it was recalled or re-confirmed) becomes ``validated`` again.
+
+**Tier** (reference §2.12): value = .24 conf + .26 access + .20 recency + .20 importance + .10
+feedback + .08 correction + .05 user-confirmed - .5 disputed; hot -> cold at age >= 14 days and
+value <= 0.35, cold -> hot at value >= 0.70, otherwise unchanged (hysteresis).
+
+**Retirement** (status change + ``statusHistory`` entry, the file stays where it is):
+
+* any active fact past its ``expiresAt`` (speculative facts get one at extraction; a
+  re-confirmation clears it) -> ``invalidated``;
+* a *resolved* commitment whose resolution is older than ``resolved_commitment_days`` ->
+  ``superseded``. A commitment is resolved when it carries a resolution tag (``done``,
+  ``fulfilled``, ``completed``, ``resolved``, ``expired``, ``cancelled``: resolved when last
+  updated), or when a later active fact that is not itself a commitment, told in the same
+  session or about one of the same entities, reports completion (done, finished, shipped,
+  sent, delivered, fixed, paid, …, with no future or negation marker such as "will", "not",
+  "yet") and shares a content word with it ("Sent the Q3 report to Dana" resolves "I'll send
+  the Q3 report to Dana by Friday"). The earliest such fact resolves it and becomes its
+  ``supersededBy``; the commitment retires once that fact is older than the limit.
+
+**Archival**: an active fact under ``facts/`` older than ``archive_age_days``, with effective
+importance below ``archive_max_importance``, at most ``archive_max_access`` recalls, not a
+correction, its category not in ``protected_categories`` and its policyClass not protected,
+moves to ``archive/facts/<same relative path>`` with status ``archived``.
+
+Facts that are no longer active are left alone except to keep them consistent: their new
+recall counts are folded in, an archived status implies the archived lifecycle state, and a
+file a person marked ``archived`` moves under ``archive/``. A file under ``archive/`` is
+never moved back (a person who wants it live moves it back).
+
+Access counts: ``ctx.access_counts`` must hold only the recalls *not yet folded* into
+frontmatter; each fact's ``accessCount`` grows by that many. See :func:`plan_lifecycle`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import math
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import regex
+
+from ..core.models import (
+    Category,
+    ConfidenceTier,
+    Fact,
+    LifecycleState,
+    MemoryKind,
+    PolicyClass,
+    Status,
+    StatusChange,
+    VerificationState,
+)
+from ..core.paths import MemoryLayout
+from ..store.access import ACTIVATION_BOOST
+from .plan import Change, Context, FactMove, FactUpdate
+
+__all__ = [
+    "DECAY_FACTORS",
+    "FIRST_EPOCH_KEY",
+    "IMPORTANCE_FLOOR",
+    "Scores",
+    "archive_predicate",
+    "archive_target",
+    "decay_kind",
+    "decayed_importance",
+    "effective_importance",
+    "epochs_lived",
+    "first_epoch",
+    "plan_lifecycle",
+    "resolved_commitments",
+    "score_fact",
+]
+
+# ---------------------------------------------------------------- importance decay
+
+IMPORTANCE_FLOOR = 0.01
+DECAY_FACTORS: Mapping[str, float] = {"episodic": 0.98, "semantic": 0.988, "procedural": 0.996}
+# How a person should behave is procedural knowledge: recall gives it the same kind bias.
+PROCEDURAL_CATEGORIES = frozenset({"preference", "principle", "skill"})
+# The frontmatter key holding the epoch a fact was first consolidated in.
+FIRST_EPOCH_KEY = "firstEpoch"
+
+
+def decay_kind(category: str, memory_kind: str) -> str:
+    """``procedural`` | ``episodic`` | ``semantic``: which decay rate applies."""
+    if category in PROCEDURAL_CATEGORIES:
+        return "procedural"
+    if memory_kind == MemoryKind.EPISODE.value:
+        return "episodic"
+    return "semantic"
+
+
+def decayed_importance(
+    importance: float, category: str, memory_kind: str, epochs: int, accesses: int
+) -> float:
+    """The effective importance from plain values (recall calls this with index-row fields)."""
+    factor = DECAY_FACTORS[decay_kind(category, memory_kind)]
+    decayed = max(IMPORTANCE_FLOOR, importance * factor ** max(0, epochs))
+    boosted = decayed + ACTIVATION_BOOST * max(0, accesses)
+    return min(1.0, max(IMPORTANCE_FLOOR, boosted))
+
+
+def first_epoch(fact: Fact) -> int | None:
+    """The epoch stamped in the fact's frontmatter, or None (never consolidated, or unreadable)."""
+    value = fact.extra.get(FIRST_EPOCH_KEY)
+    if isinstance(value, bool):
+        return None
+    try:
+        number = int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+    return number if number is not None and number >= 0 else None
+
+
+def epochs_lived(fact: Fact, epoch: int) -> int:
+    """Consolidation epochs a fact has been through: 0 until it has been stamped."""
+    born = first_epoch(fact)
+    return 0 if born is None else max(0, epoch - born)
+
+
+def effective_importance(fact: Fact, epoch: int, accesses: int) -> float:
+    """Importance after per-epoch decay by kind (floor 0.01) and the activation boost.
+
+    ``epoch`` is the current consolidation epoch counter, ``accesses`` the fact's total recall
+    count (folded ``accessCount`` plus recalls logged since).
+    """
+    return decayed_importance(
+        fact.importance,
+        fact.category.value,
+        fact.memory_kind.value,
+        epochs_lived(fact, epoch),
+        accesses,
+    )
+
+
+# ---------------------------------------------------------------- heat, decay, tier
+
+CONFIDENCE_WEIGHT: Mapping[ConfidenceTier, float] = {
+    ConfidenceTier.EXPLICIT: 1.0,
+    ConfidenceTier.IMPLIED: 0.8,
+    ConfidenceTier.INFERRED: 0.6,
+    ConfidenceTier.SPECULATIVE: 0.35,
+}
+SCORE_STEPS = 20  # scores are written in steps of 1/20 = 0.05
+ARCHIVE_DECAY = 0.85
+STALE_DECAY = 0.65
+ACTIVE_HEAT = 0.55
+COLD_MIN_AGE_DAYS = 14.0
+COLD_VALUE = 0.35
+HOT_VALUE = 0.70
+HOT = "hot"
+COLD = "cold"
+_DAY = 86_400.0
+
+
+@dataclass(frozen=True, slots=True)
+class Scores:
+    """The lifecycle numbers of one fact at one moment (heat and decay already stepped)."""
+
+    importance: float  # effective importance
+    heat: float
+    decay: float
+    tier_value: float
+
+
+def _quantize(value: float) -> float:
+    # k / 20 (not k * 0.05) so the value is the float that reads back from "0.7".
+    return round(min(1.0, max(0.0, value)) * SCORE_STEPS) / SCORE_STEPS
+
+
+def _days(later: datetime, earlier: datetime) -> float:
+    return max(0.0, (later - earlier).total_seconds() / _DAY)
+
+
+def _feedback(fact: Fact) -> float:
+    if fact.verification_state is VerificationState.USER_CONFIRMED:
+        return 1.0
+    if fact.verification_state is VerificationState.DISPUTED:
+        return 0.0
+    return min(1.0, 0.5 + 0.1 * fact.confirmations)
+
+
+def score_fact(fact: Fact, *, now: datetime, epoch: int, accesses: int) -> Scores:
+    """Heat, decay and tier value of a fact; ``accesses`` is its total recall count."""
+    conf = CONFIDENCE_WEIGHT.get(fact.confidence_tier, 0.35)
+    access = min(1.0, math.log1p(max(0, accesses)) / math.log1p(20))
+    age = _days(now, fact.created)
+    recency = max(0.0, 1.0 - age / 90.0)
+    importance = effective_importance(fact, epoch, accesses)
+    feedback = _feedback(fact)
+    disputed = fact.verification_state is VerificationState.DISPUTED
+    last_touch = max(fact.created, fact.updated, fact.last_confirmed or fact.created)
+    idle = _days(now, last_touch)
+    heat = _quantize(
+        0.25 * conf
+        + 0.30 * access
+        + 0.20 * recency
+        + 0.15 * importance
+        + 0.10 * feedback
+        - (0.2 if disputed else 0.0)
+    )
+    decay = _quantize(
+        0.30 * min(1.0, age / 180.0)
+        + 0.25 * min(1.0, idle / 120.0)
+        + 0.20 * (1.0 - conf)
+        + 0.10 * (1.0 - feedback)
+        + 0.15 * (1.0 - heat)
+    )
+    tier_value = (
+        0.24 * conf
+        + 0.26 * access
+        + 0.20 * recency
+        + 0.20 * importance
+        + 0.10 * feedback
+        + (0.08 if fact.category is Category.CORRECTION else 0.0)
+        + (0.05 if fact.verification_state is VerificationState.USER_CONFIRMED else 0.0)
+        - (0.5 if disputed else 0.0)
+    )
+    return Scores(importance, heat, decay, tier_value)
+
+
+def _is_protected(fact: Fact, protected_categories: frozenset[str]) -> bool:
+    return fact.policy_class is PolicyClass.PROTECTED or fact.category.value in protected_categories
+
+
+def _next_state(fact: Fact, scores: Scores, protected: bool) -> LifecycleState:
+    disputed = fact.verification_state is VerificationState.DISPUTED
+    if scores.decay >= ARCHIVE_DECAY and not protected:
+        return LifecycleState.ARCHIVED
+    if scores.decay >= STALE_DECAY or disputed:
+        return LifecycleState.STALE
+    if scores.heat >= ACTIVE_HEAT:
+        confirmed = fact.confirmations > 0 or fact.verification_state in (
+            VerificationState.USER_CONFIRMED,
+            VerificationState.SYSTEM_INFERRED,
+        )
+        return LifecycleState.ACTIVE if confirmed else LifecycleState.VALIDATED
+    if fact.lifecycle_state in (LifecycleState.STALE, LifecycleState.ARCHIVED):
+        return LifecycleState.VALIDATED  # recovered: recalled or re-confirmed since
+    return fact.lifecycle_state
+
+
+def _next_tier(fact: Fact, scores: Scores, now: datetime) -> str:
+    current = COLD if fact.tier == COLD else HOT
+    if current == HOT and _days(now, fact.created) >= COLD_MIN_AGE_DAYS:
+        return COLD if scores.tier_value <= COLD_VALUE else HOT
+    if current == COLD and scores.tier_value >= HOT_VALUE:
+        return HOT
+    return current
+
+
+# ---------------------------------------------------------------- resolved commitments
+
+RESOLUTION_TAGS = frozenset({"done", "fulfilled", "completed", "resolved", "expired", "cancelled"})
+_COMPLETION = regex.compile(
+    r"\b(?:done|finished|completed?|shipped|sent|delivered|submitted|fixed|merged|deployed"
+    r"|released|published|paid|filed|booked|returned|resolved|handed\s+in|wrapped\s+up"
+    r"|took\s+care\s+of|followed\s+up)\b",
+    regex.IGNORECASE,
+)
+_NOT_DONE = regex.compile(
+    r"\b(?:not|never|no|yet|still|will|won['’]?t|going\s+to|plan(?:s|ned|ning)?\s+to"
+    r"|need(?:s)?\s+to|have\s+to|has\s+to|should|must|tomorrow|later|haven['’]?t"
+    r"|hasn['’]?t|didn['’]?t|isn['’]?t|aren['’]?t|wasn['’]?t)\b|['’]ll\b",
+    regex.IGNORECASE,
+)
+_WORD = regex.compile(r"\p{L}[\p{L}\p{N}]{2,}")
+# Words that carry no object: function words, and the verbs of promising and finishing.
+_NOISE_WORDS = frozenset(
+    """the and for with that this from into onto about after before by to of in on at our
+    your their his her its they them you she him was were are has have had been being
+    will would shall should could can may might must going want wants wanted need needs
+    promise promised promises commit committed plan plans planned make sure today tomorrow
+    tonight week weeks friday monday tuesday wednesday thursday saturday sunday next last
+    done finished finish complete completed shipped ship sent send sending delivered deliver
+    submitted submit fixed fix merged merge deployed deploy released release published
+    publish paid pay filed file booked book returned return resolved resolve handed hand
+    wrapped wrap took take care followed follow also just already finally yesterday""".split()
+)
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in (m.casefold() for m in _WORD.findall(text)) if w not in _NOISE_WORDS}
+
+
+def _reports_completion(fact: Fact) -> bool:
+    return (
+        fact.category is not Category.COMMITMENT
+        and _COMPLETION.search(fact.content) is not None
+        and _NOT_DONE.search(fact.content) is None
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """Why a commitment counts as resolved, and since when."""
+
+    at: datetime
+    by: str | None  # id of the fact that reports it done; None when a tag says so
+    reason: str
+
+
+def resolved_commitments(facts: Iterable[Fact]) -> dict[str, Resolution]:
+    """commitment id -> its resolution, for every active commitment that is resolved.
+
+    O(n): completion reports are indexed by (session, word) and (entity, word), each list in
+    time order, and a commitment looks up only its own keys (a bisect for the first report
+    told after it).
+    """
+    facts = list(facts)
+    reports: dict[tuple[str, str, str], list[tuple[datetime, str]]] = {}
+    for fact in facts:
+        if fact.status is not Status.ACTIVE or not _reports_completion(fact):
+            continue
+        words = _content_words(fact.content)
+        scopes = ([("s", fact.session)] if fact.session else []) + [
+            ("e", entity) for entity in fact.entities
+        ]
+        for kind, scope in scopes:
+            for word in words:
+                reports.setdefault((kind, scope, word), []).append((fact.created, fact.id))
+    for entries in reports.values():
+        entries.sort()
+    out: dict[str, Resolution] = {}
+    for fact in facts:
+        if fact.category is not Category.COMMITMENT or fact.status is not Status.ACTIVE:
+            continue
+        tags = {t.casefold() for t in fact.tags} & RESOLUTION_TAGS
+        if tags:
+            out[fact.id] = Resolution(fact.updated, None, f"tagged {sorted(tags)[0]}")
+            continue
+        scopes = ([("s", fact.session)] if fact.session else []) + [
+            ("e", entity) for entity in fact.entities
+        ]
+        best: tuple[datetime, str] | None = None
+        for kind, scope in scopes:
+            for word in _content_words(fact.content):
+                entries = reports.get((kind, scope, word), [])
+                if not entries:
+                    continue
+                # The first report strictly after the commitment (ties by id are not later).
+                i = bisect.bisect_right(entries, (fact.created, "\U0010ffff"))
+                if i < len(entries) and (best is None or entries[i] < best):
+                    best = entries[i]
+        if best is not None:
+            out[fact.id] = Resolution(best[0], best[1], f"reported done by {best[1]}")
+    return out
+
+
+# ---------------------------------------------------------------- paths
+
+
+@functools.lru_cache(maxsize=32)
+def _prefixes(root: Path) -> tuple[str, ...]:
+    """``root`` as given and resolved, each with a trailing separator."""
+    return tuple(dict.fromkeys((f"{root}{os.sep}", f"{root.resolve()}{os.sep}")))
+
+
+def archive_predicate(layout: MemoryLayout) -> Callable[[Path], bool]:
+    """A fast test "is this file under ``archive/``" (string prefixes, no file-system call).
+
+    Paths in a consolidation context are built from the layout's folders, so comparing the
+    text is exact and avoids a ``resolve()`` per fact on large folders.
+    """
+    prefixes = _prefixes(layout.archive_dir)
+    return lambda path: str(path).startswith(prefixes)
+
+
+def archive_target(layout: MemoryLayout, path: Path) -> Path | None:
+    """``archive/facts/<path relative to facts/>``, or None for a file outside ``facts/``."""
+    text = str(path)
+    for prefix in _prefixes(layout.facts_dir):
+        if text.startswith(prefix):
+            rel = Path(text[len(prefix) :])
+            if ".." in rel.parts or rel.is_absolute():
+                return None
+            return layout.archive_dir / "facts" / rel
+    return None
+
+
+# ---------------------------------------------------------------- the step
+
+
+def plan_lifecycle(ctx: Context) -> list[Change]:
+    """Plan decay bookkeeping, lifecycle states, tiers, retirement and archival.
+
+    At most one change per fact file, in ``ctx.facts`` order. Idempotent: once applied, the
+    same ``now`` and ``epoch`` plan nothing, provided the folded recalls are no longer in
+    ``ctx.access_counts``: the orchestrator counts only the access-log lines past the
+    high-water mark it records in ``state/consolidation.json`` once a fold is planned.
+    """
+    cc = ctx.cfg.consolidate
+    protected = frozenset(cc.protected_categories)
+    resolutions = resolved_commitments(f for _, f in ctx.facts)
+    commitment_age = timedelta(days=cc.resolved_commitment_days)
+    archive_age = timedelta(days=cc.archive_age_days)
+    in_archive_dir = archive_predicate(ctx.layout)
+    changes: list[Change] = []
+    for path, fact in ctx.facts:
+        new_accesses = max(0, int(ctx.access_counts.get(fact.id, 0)))
+        accesses = fact.access_count + new_accesses
+        notes: list[str] = []
+        changed: dict[str, object] = {}
+        if new_accesses:
+            changed["access_count"] = accesses
+            notes.append(f"{new_accesses} recall(s) folded into accessCount")
+        in_archive = in_archive_dir(path)
+        if fact.status is not Status.ACTIVE or in_archive:
+            if (
+                fact.status is Status.ARCHIVED
+                and fact.lifecycle_state is not LifecycleState.ARCHIVED
+            ):
+                changed["lifecycle_state"] = LifecycleState.ARCHIVED
+                notes.append("archived status implies the archived lifecycle state")
+            target = None if in_archive else archive_target(ctx.layout, path)
+            if fact.status is Status.ARCHIVED and target is not None:
+                # Archived by hand (status edited): the file belongs under archive/.
+                notes.append("status archived: moved under archive/")
+                after = fact.with_changes(**changed) if changed else fact
+                changes.append(FactMove(path, target, after, "archive", "; ".join(notes)))
+            elif changed:
+                changes.append(
+                    FactUpdate(
+                        path,
+                        fact,
+                        fact.with_changes(**changed),
+                        "fold_access" if new_accesses else "lifecycle",
+                        "; ".join(notes),
+                    )
+                )
+            continue
+
+        born = first_epoch(fact)
+        if born is None:
+            # Stamped now, so it has lived 0 epochs: the same as unstamped for the scores.
+            changed["extra"] = {**fact.extra, FIRST_EPOCH_KEY: ctx.epoch}
+        scores = score_fact(fact, now=ctx.now, epoch=ctx.epoch, accesses=accesses)
+        changed["heat_score"] = scores.heat
+        changed["decay_score"] = scores.decay
+        is_protected = _is_protected(fact, protected)
+
+        retire = _retirement(fact, resolutions, ctx.now, commitment_age)
+        if retire is not None:
+            status, reason, superseded_by = retire
+            history = StatusChange(ctx.now, fact.status, status, reason)
+            changed.update(
+                status=status,
+                status_history=(*fact.status_history, history),
+                updated=max(fact.updated, ctx.now),
+            )
+            if superseded_by is not None and fact.superseded_by is None:
+                changed["superseded_by"] = superseded_by
+            changes.append(FactUpdate(path, fact, fact.with_changes(**changed), "retire", reason))
+            continue
+
+        if (
+            fact.category is not Category.CORRECTION
+            and not is_protected
+            and ctx.now - fact.created > archive_age
+            and scores.importance < cc.archive_max_importance
+            and accesses <= cc.archive_max_access
+        ):
+            target = archive_target(ctx.layout, path)
+            if target is not None:
+                reason = (
+                    f"archived: {_days(ctx.now, fact.created):.0f} days old, importance "
+                    f"{scores.importance:.2f} < {cc.archive_max_importance}, {accesses} recall(s)"
+                )
+                history = StatusChange(ctx.now, fact.status, Status.ARCHIVED, reason)
+                changed.update(
+                    status=Status.ARCHIVED,
+                    lifecycle_state=LifecycleState.ARCHIVED,
+                    status_history=(*fact.status_history, history),
+                    updated=max(fact.updated, ctx.now),
+                )
+                after = fact.with_changes(**changed)
+                changes.append(FactMove(path, target, after, "archive", reason))
+                continue
+
+        state = _next_state(fact, scores, is_protected)
+        tier = _next_tier(fact, scores, ctx.now)
+        changed["lifecycle_state"] = state
+        changed["tier"] = tier
+        differs = [k for k, v in changed.items() if getattr(fact, k) != v or k == "extra"]
+        if not differs:
+            continue
+        if state is not fact.lifecycle_state:
+            notes.append(f"lifecycle {fact.lifecycle_state.value} -> {state.value}")
+        if tier != fact.tier:
+            notes.append(f"tier {fact.tier or 'unset'} -> {tier}")
+        if "heat_score" in differs or "decay_score" in differs:
+            notes.append(f"heat {scores.heat:.2f}, decay {scores.decay:.2f}")
+        if born is None:
+            notes.append(f"first consolidated in epoch {ctx.epoch}")
+        action = "lifecycle" if set(differs) - {"access_count"} else "fold_access"
+        changes.append(
+            FactUpdate(path, fact, fact.with_changes(**changed), action, "; ".join(notes))
+        )
+    return changes
+
+
+def _retirement(
+    fact: Fact,
+    resolutions: Mapping[str, Resolution],
+    now: datetime,
+    commitment_age: timedelta,
+) -> tuple[Status, str, str | None] | None:
+    """(new status, reason, supersededBy) when an active fact should retire, else None."""
+    if fact.expires_at is not None and fact.expires_at <= now:
+        tier = fact.confidence_tier.value
+        return (
+            Status.INVALIDATED,
+            f"expired: {tier} fact not confirmed before {fact.expires_at:%Y-%m-%d}",
+            None,
+        )
+    resolution = resolutions.get(fact.id)
+    if resolution is not None and now - resolution.at >= commitment_age:
+        days = _days(now, resolution.at)
+        return (
+            Status.SUPERSEDED,
+            f"resolved commitment ({resolution.reason}) {days:.0f} days ago",
+            resolution.by,
+        )
+    return None

@@ -1,0 +1,1 @@
+"""From turns to candidate facts: the Extractor seam, the LLM and offline extractors, normalize."""

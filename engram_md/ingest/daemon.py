@@ -1,0 +1,188 @@
+"""`engram-md run` and `engram-md ingest`: feed turns from their sources into the pipeline.
+
+One consumer thread (the caller's) owns the pipeline; producers (a stdin reader thread and
+watchdog's observer) only put work on a queue. That keeps every write single-threaded and
+ordered, with no locks inside the pipeline.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from ..core.allocator import release_free_memory
+from .pipeline import Pipeline
+from .sources import (
+    TRANSCRIPT_SUFFIXES,
+    CursorStore,
+    FileTail,
+    decode_lines,
+    expand_watch_paths,
+    read_lines,
+    report_line_error,
+)
+from .transcripts import LineError, TranscriptReader
+
+log = logging.getLogger(__name__)
+
+
+# How often the running daemon hands free native memory back to the system.
+TRIM_SECONDS = 30.0
+
+_STOP = "stop"
+_STDIN_EOF = "stdin-eof"
+
+
+class Runner:
+    """Drives a pipeline from stdin and/or watched files until told to stop."""
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        cursors: CursorStore,
+        *,
+        on_error: Callable[[LineError], None] = report_line_error,
+    ) -> None:
+        self.pipeline = pipeline
+        self.cursors = cursors
+        self.on_error = on_error
+        self.bad_lines = 0
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=10_000)
+
+    def _error(self, err: LineError) -> None:
+        self.bad_lines += 1
+        self.on_error(err)
+
+    # ------------------------------------------------------------ ingest (one pass)
+    def ingest_stream(self, stream: BinaryIO, source: str) -> None:
+        reader = TranscriptReader(source)
+        for _raw, turns in decode_lines(reader, read_lines(stream), self._error):
+            for turn in turns:
+                self.pipeline.receive(turn)
+
+    def ingest_file(self, path: Path) -> None:
+        """Read a whole file once (no cursor: the journal skips what was already received)."""
+        try:
+            handle = open(path, "rb")
+        except OSError as exc:
+            self._error(LineError(str(path), 0, f"cannot open: {exc.strerror}"))
+            return
+        with handle:
+            self.ingest_stream(handle, str(path))
+
+    # ------------------------------------------------------------ daemon
+    def run(
+        self,
+        *,
+        stdin: BinaryIO | None,
+        watch: list[Path],
+        install_signals: bool = True,
+    ) -> None:
+        """Run until stdin ends (when it is the only source) or SIGTERM/SIGINT; then flush.
+        Meanwhile, sessions that go quiet for `buffer.idle_flush_minutes` are extracted."""
+        stop = threading.Event()
+        if install_signals:
+            self._install_signal_handlers(stop)
+        observer = self._start_watch(watch) if watch else None
+        if stdin is not None:
+            threading.Thread(target=self._pump_stdin, args=(stdin,), daemon=True).start()
+        stdin_only = stdin is not None and not watch
+        try:
+            if watch:
+                self._drain_files(expand_watch_paths(watch))
+            next_trim = time.monotonic() + TRIM_SECONDS
+            while not stop.is_set():
+                # Between items, and at least every poll while none come, sessions that went
+                # quiet are extracted instead of waiting for the end of input.
+                self.pipeline.flush_idle()
+                if time.monotonic() >= next_trim:
+                    release_free_memory()  # see allocator.py: keeps a long run's size level
+                    next_trim = time.monotonic() + TRIM_SECONDS
+                try:
+                    item = self._queue.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                if item == _STOP:
+                    break
+                if item == _STDIN_EOF:
+                    if stdin_only:
+                        break
+                    continue
+                if isinstance(item, Path):
+                    self._drain_files([item])
+                else:
+                    for turn in item:
+                        self.pipeline.receive(turn)
+        finally:
+            if observer is not None:
+                observer.stop()
+                observer.join(timeout=5)
+            if watch:
+                self._drain_files(expand_watch_paths(watch))
+            self.pipeline.flush()
+
+    def _install_signal_handlers(self, stop: threading.Event) -> None:
+        def handler(signum: int, _frame: Any) -> None:
+            log.info("received signal %d: flushing and stopping", signum)
+            stop.set()
+            try:
+                self._queue.put_nowait(_STOP)
+            except queue.Full:
+                pass
+
+        signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
+
+    def _pump_stdin(self, stream: BinaryIO) -> None:
+        reader = TranscriptReader("stdin")
+        try:
+            for _raw, turns in decode_lines(reader, read_lines(stream), self._error):
+                if turns:
+                    self._queue.put(turns)
+        finally:
+            self._queue.put(_STDIN_EOF)
+
+    def _drain_files(self, paths: list[Path]) -> None:
+        for path in paths:
+            tail = FileTail(path, self.cursors)
+            for turns in tail.read_new(self._error):
+                for turn in turns:
+                    self.pipeline.receive(turn)
+
+    def _start_watch(self, paths: list[Path]) -> Any:
+        from watchdog.events import FileSystemEvent, FileSystemEventHandler
+        from watchdog.observers import Observer
+
+        files = {p.resolve() for p in paths if not p.is_dir()}
+        folders = {p.resolve() for p in paths if p.is_dir()}
+        out = self._queue
+
+        class Handler(FileSystemEventHandler):
+            def on_any_event(self, event: FileSystemEvent) -> None:
+                if event.is_directory or event.event_type not in ("modified", "created", "moved"):
+                    return
+                raw = getattr(event, "dest_path", "") or event.src_path
+                path = Path(raw if isinstance(raw, str) else raw.decode()).resolve()
+                wanted = path in files or (
+                    path.suffix in TRANSCRIPT_SUFFIXES
+                    and not path.name.startswith(".")
+                    and any(folder in path.parents for folder in folders)
+                )
+                if wanted:
+                    out.put(path)
+
+        observer = Observer()
+        handler = Handler()
+        watched: set[Path] = set()
+        for folder in folders | {f.parent for f in files}:
+            if folder not in watched and folder.is_dir():
+                observer.schedule(handler, str(folder), recursive=folder in folders)
+                watched.add(folder)
+        observer.start()
+        return observer

@@ -1,0 +1,1 @@
+"""Commands that inspect or repair the folder: doctor, forget, history, status."""

@@ -1,0 +1,1 @@
+"""How facts are grouped and linked: topics, memory boxes, traces, the entity/time/causal graph."""

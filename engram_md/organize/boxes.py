@@ -1,0 +1,337 @@
+"""Memory boxes: the facts of one session that belong together, sealed when the talk moves on.
+
+One box is open per session (``state/open-box.json``). Each new fact either joins its
+session's open box or first seals it, for the first of these reasons, checked in this order:
+
+1. ``idle`` — the fact came more than ``idle_minutes`` of *transcript* time after the box's last
+   activity. Checked first because a long silence ends a conversation whatever its subject.
+2. ``max_memories`` — the box would hold more than ``max_memories`` facts.
+3. ``topic_shift`` — the fact's topics overlap the box's by less than ``min_topic_overlap``
+   (:func:`engram_md.organize.topics.topic_overlap`).
+
+``end_of_session`` and ``end_of_input`` seal from outside (a flush). The builder only decides
+and remembers; writing the box file and weaving the trace is :mod:`engram_md.organize.structure`'s
+job.
+
+Everything here is derived from transcript data (fact ids, fact times), never from the wall
+clock or randomness: replaying a transcript into a fresh folder gives the same boxes.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from ..core.config import BoxConfig
+from ..core.models import Fact
+from ..core.statefile import load_json, save_json
+from ..store.factfile import format_time
+from ..text.hashing import short_hash
+from .topics import fact_topics, topic_overlap
+
+log = logging.getLogger(__name__)
+
+# A sealed box lists at most this many topics (the most frequent among its facts): enough to
+# say what it was about, few enough that trace matching is not swamped by one-off tags.
+MAX_BOX_TOPICS = 16
+STATE_VERSION = 1
+
+
+class SealReason(enum.StrEnum):
+    IDLE = "idle"
+    MAX_MEMORIES = "max_memories"
+    TOPIC_SHIFT = "topic_shift"
+    END_OF_SESSION = "end_of_session"
+    END_OF_INPUT = "end_of_input"
+
+
+@dataclass(frozen=True, slots=True)
+class BoxMember:
+    """A fact as a box refers to it: enough to link to it and to summarize it."""
+
+    id: str
+    path: str  # relative to the memory folder, forward slashes
+    statement: str
+    category: str = ""
+    importance: float = 0.0
+    created: datetime | None = None
+
+    @classmethod
+    def of(cls, fact: Fact, rel_path: str) -> BoxMember:
+        return cls(
+            id=fact.id,
+            path=rel_path,
+            statement=fact.content,
+            category=fact.category.value,
+            importance=fact.importance,
+            created=fact.created,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class OpenBox:
+    id: str
+    session: str
+    created_at: datetime
+    last_activity: datetime
+    members: tuple[BoxMember, ...]
+    topic_counts: tuple[tuple[str, int], ...]  # sorted by topic
+
+    @property
+    def topics(self) -> frozenset[str]:
+        return frozenset(topic for topic, _ in self.topic_counts)
+
+    def ranked_topics(self, limit: int = MAX_BOX_TOPICS) -> tuple[str, ...]:
+        """The most frequent topics first (ties alphabetical), then sorted for the file."""
+        ranked = sorted(self.topic_counts, key=lambda item: (-item[1], item[0]))[:limit]
+        return tuple(sorted(topic for topic, _ in ranked))
+
+    def has(self, fact_id: str) -> bool:
+        return any(m.id == fact_id for m in self.members)
+
+
+@dataclass(frozen=True, slots=True)
+class Seal:
+    """The builder's decision to close a box; :class:`~engram_md.organize.structure.Structure`
+    acts."""
+
+    box: OpenBox
+    reason: SealReason
+    at: datetime  # transcript time the seal was decided at
+
+
+@dataclass(frozen=True, slots=True)
+class Box:
+    """A sealed box, as written to ``memory/boxes/YYYY-MM-DD/<id>.md``."""
+
+    id: str
+    session: str
+    created_at: datetime
+    sealed_at: datetime
+    seal_reason: str
+    topics: tuple[str, ...]
+    memory_ids: tuple[str, ...]
+    trace_id: str | None
+    goal: str | None
+    outcome: str
+    summary: str
+    members: tuple[BoxMember, ...]
+
+
+def box_id_for(fact: Fact) -> str:
+    """The id of a box that this fact opens: its time plus a hash of session and fact id."""
+    digest = short_hash(f"{fact.session}\x1f{fact.id}")
+    return f"box-{fact.created.strftime('%Y%m%d-%H%M%S')}-{digest}"
+
+
+def box_day(box_id: str, fallback: datetime) -> str:
+    """The YYYY-MM-DD folder of a box (from its id when it has the usual form)."""
+    parts = box_id.split("-")
+    if len(parts) >= 2 and len(parts[1]) == 8 and parts[1].isdigit():
+        return f"{parts[1][:4]}-{parts[1][4:6]}-{parts[1][6:]}"
+    return fallback.strftime("%Y-%m-%d")
+
+
+class BoxBuilder:
+    """Decides box membership and seals; keeps the open boxes in ``state/open-box.json``."""
+
+    def __init__(
+        self, cfg: BoxConfig, path: Path, *, aliases: Mapping[str, str] | None = None
+    ) -> None:
+        self.cfg = cfg
+        self.path = path
+        self.aliases = aliases
+        self._open: dict[str, OpenBox] = {}
+        self._load()
+
+    # ------------------------------------------------------------ queries
+    def open_box(self, session: str) -> OpenBox | None:
+        return self._open.get(session)
+
+    def open_boxes(self) -> list[OpenBox]:
+        return [self._open[s] for s in sorted(self._open)]
+
+    def topics_of(self, fact: Fact) -> frozenset[str]:
+        return fact_topics(fact, self.aliases)
+
+    # ------------------------------------------------------------ decisions
+    def check(self, fact: Fact) -> Seal | None:
+        """Would ``fact`` have to seal its session's open box first? Pure: changes nothing."""
+        box = self._open.get(fact.session)
+        if box is None:
+            return None
+        if fact.created - box.last_activity > timedelta(minutes=self.cfg.idle_minutes):
+            return Seal(box, SealReason.IDLE, fact.created)
+        if len(box.members) + 1 > self.cfg.max_memories:
+            return Seal(box, SealReason.MAX_MEMORIES, fact.created)
+        overlap = topic_overlap(box.topics, self.topics_of(fact))
+        if overlap < self.cfg.min_topic_overlap:
+            return Seal(box, SealReason.TOPIC_SHIFT, fact.created)
+        return None
+
+    def target_id(self, fact: Fact) -> str:
+        """The box ``fact`` joins once any seal from :meth:`check` is done."""
+        box = self._open.get(fact.session)
+        return box.id if box is not None else box_id_for(fact)
+
+    def seals_at_end(self, reason: SealReason, session: str | None = None) -> list[Seal]:
+        """Seals for the open box of ``session`` (or every open box), at its last activity."""
+        boxes = self.open_boxes() if session is None else [b for b in [self.open_box(session)] if b]
+        return [Seal(box, reason, box.last_activity) for box in boxes]
+
+    # ------------------------------------------------------------ changes
+    def join(self, fact: Fact, rel_path: str) -> OpenBox:
+        """Add ``fact`` to its session's open box (opening one), and save the state."""
+        box = self._open.get(fact.session)
+        member = BoxMember.of(fact, rel_path)
+        counts = Counter(dict(box.topic_counts)) if box is not None else Counter[str]()
+        counts.update(self.topics_of(fact))
+        topic_counts = tuple(sorted(counts.items()))
+        if box is None:
+            box = OpenBox(
+                id=box_id_for(fact),
+                session=fact.session,
+                created_at=fact.created,
+                last_activity=fact.created,
+                members=(member,),
+                topic_counts=topic_counts,
+            )
+        elif box.has(fact.id):
+            return box
+        else:
+            box = replace(
+                box,
+                members=box.members + (member,),
+                topic_counts=topic_counts,
+                last_activity=max(box.last_activity, fact.created),
+                created_at=min(box.created_at, fact.created),
+            )
+        self._open[fact.session] = box
+        self.save()
+        return box
+
+    def touch(self, session: str, at: datetime) -> None:
+        """Activity in the session that adds no member (a re-stated fact of this box)."""
+        box = self._open.get(session)
+        if box is not None and at > box.last_activity:
+            self._open[session] = replace(box, last_activity=at)
+            self.save()
+
+    def close(self, box_id: str) -> None:
+        """Forget an open box once it is sealed and written."""
+        for session, box in list(self._open.items()):
+            if box.id == box_id:
+                del self._open[session]
+                self.save()
+
+    # ------------------------------------------------------------ state file
+    def save(self) -> None:
+        data = {
+            "version": STATE_VERSION,
+            "open": {session: _box_to_json(box) for session, box in sorted(self._open.items())},
+        }
+        save_json(self.path, data, fsync=False)
+
+    def _load(self) -> None:
+        data = load_json(self.path, {})
+        boxes = data.get("open", {}) if isinstance(data, dict) else {}
+        for session, raw in (boxes or {}).items():
+            try:
+                self._open[str(session)] = _box_from_json(raw)
+            except (KeyError, TypeError, ValueError) as exc:
+                log.warning("%s: open box of %s is unreadable (%s)", self.path, session, exc)
+
+
+def _box_to_json(box: OpenBox) -> dict[str, Any]:
+    return {
+        "id": box.id,
+        "session": box.session,
+        "createdAt": format_time(box.created_at),
+        "lastActivity": format_time(box.last_activity),
+        "topicCounts": dict(box.topic_counts),
+        "members": [
+            {
+                "id": m.id,
+                "path": m.path,
+                "statement": m.statement,
+                "category": m.category,
+                "importance": m.importance,
+                "created": format_time(m.created) if m.created else None,
+            }
+            for m in box.members
+        ],
+    }
+
+
+def _parse_time(value: Any) -> datetime:
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+def _box_from_json(raw: Any) -> OpenBox:
+    members = tuple(
+        BoxMember(
+            id=str(m["id"]),
+            path=str(m["path"]),
+            statement=str(m.get("statement", "")),
+            category=str(m.get("category", "")),
+            importance=float(m.get("importance", 0.0)),
+            created=_parse_time(m["created"]) if m.get("created") else None,
+        )
+        for m in raw["members"]
+    )
+    counts: Iterable[tuple[str, int]] = (
+        (str(k), int(v)) for k, v in dict(raw.get("topicCounts", {})).items()
+    )
+    return OpenBox(
+        id=str(raw["id"]),
+        session=str(raw["session"]),
+        created_at=_parse_time(raw["createdAt"]),
+        last_activity=_parse_time(raw["lastActivity"]),
+        members=members,
+        topic_counts=tuple(sorted(counts)),
+    )
+
+
+# ---------------------------------------------------------------- what a sealed box says
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    summary: str
+    goal: str | None
+    outcome: str
+
+
+class Summarizer:
+    """Extractive and offline: the box's most important statements, in the order said.
+
+    The seam for a smarter summarizer (an LLM) is this one method; the default must stay
+    deterministic, because box files are compared byte for byte across replays.
+    """
+
+    max_sentences = 3
+    goal_chars = 100
+    # Categories that state an intention: the first of them is the box's goal.
+    intent_categories = ("decision", "commitment")
+
+    def summarize(self, members: tuple[BoxMember, ...]) -> Summary:
+        order = {m.id: i for i, m in enumerate(members)}
+        top = sorted(members, key=lambda m: (-m.importance, order[m.id]))[: self.max_sentences]
+        chosen = sorted(top, key=lambda m: order[m.id])
+        summary = " ".join(_sentence(m.statement) for m in chosen)
+        goal = next((m.statement for m in members if m.category in self.intent_categories), None)
+        if goal is not None and len(goal) > self.goal_chars:
+            goal = goal[: self.goal_chars - 1].rstrip() + "…"
+        # Whether the goal was reached is not something the statements say offline.
+        return Summary(summary=summary, goal=goal, outcome="unknown")
+
+
+def _sentence(text: str) -> str:
+    text = " ".join(text.split())
+    return text if text.endswith((".", "!", "?", "…")) else text + "."

@@ -1,0 +1,232 @@
+"""Traces: sealed boxes about the same thread of work, linked across sessions and days.
+
+When a box is sealed, the weaver compares its topics with every trace that was active within
+``window_days`` of the box (transcript time) and joins the best one whose topic overlap is at
+least ``min_overlap``; ties go to the most recently active trace, then to the smaller id. With
+no such trace the box starts one. A trace's topics are the :data:`MAX_TRACE_TOPICS` topics its
+boxes share most often, so a long trace keeps its subject instead of matching everything.
+
+``state/traces.json`` holds every trace with its boxes (id, path, times, topics, size): enough
+for ``engram-md traces`` to list them without opening a box file. Weaving is idempotent: a
+box that is already in a trace (a seal repeated after a crash) keeps that trace.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from ..core.config import TraceConfig
+from ..core.statefile import load_json, save_json
+from ..store.factfile import format_time
+from ..text.hashing import short_hash
+from .topics import topic_overlap
+
+log = logging.getLogger(__name__)
+
+MAX_TRACE_TOPICS = 16
+STATE_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class TraceBox:
+    id: str
+    path: str  # relative to the memory folder
+    session: str
+    created_at: datetime
+    sealed_at: datetime
+    topics: tuple[str, ...]
+    memories: int
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    id: str
+    created_at: datetime
+    last_seen: datetime
+    boxes: tuple[TraceBox, ...]
+    topic_counts: tuple[tuple[str, int], ...]  # sorted by topic
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        """The trace's subject: its most shared topics (ties alphabetical), sorted."""
+        ranked = sorted(self.topic_counts, key=lambda item: (-item[1], item[0]))
+        return tuple(sorted(topic for topic, _ in ranked[:MAX_TRACE_TOPICS]))
+
+
+def trace_id_for(box_id: str, created: datetime) -> str:
+    return f"trace-{created.strftime('%Y%m%d')}-{short_hash(box_id)}"
+
+
+class TraceWeaver:
+    def __init__(self, cfg: TraceConfig, path: Path) -> None:
+        self.cfg = cfg
+        self.path = path
+        self._traces: dict[str, Trace] = {}
+        self._box_to_trace: dict[str, str] = {}
+        self._load()
+
+    # ------------------------------------------------------------ queries
+    def trace_of(self, box_id: str) -> str | None:
+        return self._box_to_trace.get(box_id)
+
+    def traces(self) -> list[Trace]:
+        """Every trace, most recently active first."""
+        return sorted(self._traces.values(), key=lambda t: (t.last_seen, t.id), reverse=True)
+
+    def best_match(self, topics: tuple[str, ...], at: datetime) -> tuple[str, float] | None:
+        """The trace a box with ``topics``, created at ``at``, would join (and the overlap)."""
+        window = timedelta(days=self.cfg.window_days)
+        best: tuple[float, datetime, str] | None = None
+        for trace in self._traces.values():
+            if abs(at - trace.last_seen) > window:
+                continue
+            overlap = topic_overlap(topics, trace.topics)
+            if overlap < self.cfg.min_overlap:
+                continue
+            # max() over (overlap, recency) with the smaller id winning a full tie.
+            key = (overlap, trace.last_seen, trace.id)
+            if best is None or key[:2] > best[:2] or (key[:2] == best[:2] and key[2] < best[2]):
+                best = key
+        return None if best is None else (best[2], best[0])
+
+    # ------------------------------------------------------------ changes
+    def weave(self, box: TraceBox) -> str:
+        """Put a sealed box into a trace (joining or starting one); returns the trace id.
+
+        The caller saves (:meth:`save`) once the box file is written.
+        """
+        known = self._box_to_trace.get(box.id)
+        if known is not None:
+            return known
+        match = self.best_match(box.topics, box.created_at)
+        if match is None:
+            trace = Trace(
+                id=trace_id_for(box.id, box.created_at),
+                created_at=box.created_at,
+                last_seen=box.sealed_at,
+                boxes=(),
+                topic_counts=(),
+            )
+        else:
+            trace = self._traces[match[0]]
+        counts = Counter(dict(trace.topic_counts))
+        counts.update(box.topics)
+        trace = Trace(
+            id=trace.id,
+            created_at=min(trace.created_at, box.created_at),
+            last_seen=max(trace.last_seen, box.sealed_at),
+            boxes=trace.boxes + (box,),
+            topic_counts=tuple(sorted(counts.items())),
+        )
+        self._traces[trace.id] = trace
+        self._box_to_trace[box.id] = trace.id
+        return trace.id
+
+    def remove_boxes(self, box_ids: set[str]) -> int:
+        """Forget boxes (deleted by consolidation or by hand); empty traces go too."""
+        removed = 0
+        for trace in list(self._traces.values()):
+            kept = tuple(b for b in trace.boxes if b.id not in box_ids)
+            if len(kept) == len(trace.boxes):
+                continue
+            removed += len(trace.boxes) - len(kept)
+            if not kept:
+                del self._traces[trace.id]
+                continue
+            counts = Counter[str]()
+            for b in kept:
+                counts.update(b.topics)
+            self._traces[trace.id] = Trace(
+                id=trace.id,
+                created_at=min(b.created_at for b in kept),
+                last_seen=max(b.sealed_at for b in kept),
+                boxes=kept,
+                topic_counts=tuple(sorted(counts.items())),
+            )
+        for box_id in box_ids:
+            self._box_to_trace.pop(box_id, None)
+        return removed
+
+    # ------------------------------------------------------------ state file
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": STATE_VERSION,
+            "traces": {
+                trace.id: trace_to_json(trace)
+                for trace in sorted(self._traces.values(), key=lambda t: t.id)
+            },
+        }
+
+    def save(self) -> None:
+        save_json(self.path, self.to_json(), fsync=False)
+
+    def _load(self) -> None:
+        data = load_json(self.path, {})
+        raw_traces = data.get("traces", {}) if isinstance(data, dict) else {}
+        for trace_id, raw in (raw_traces or {}).items():
+            try:
+                trace = _trace_from_json(str(trace_id), raw)
+            except (KeyError, TypeError, ValueError) as exc:
+                log.warning("%s: trace %s is unreadable (%s); skipped", self.path, trace_id, exc)
+                continue
+            self._traces[trace.id] = trace
+            for box in trace.boxes:
+                self._box_to_trace[box.id] = trace.id
+
+
+def trace_to_json(trace: Trace) -> dict[str, Any]:
+    return {
+        "createdAt": format_time(trace.created_at),
+        "lastSeen": format_time(trace.last_seen),
+        "topics": list(trace.topics),
+        "topicCounts": dict(trace.topic_counts),
+        "boxes": [
+            {
+                "id": b.id,
+                "path": b.path,
+                "session": b.session,
+                "createdAt": format_time(b.created_at),
+                "sealedAt": format_time(b.sealed_at),
+                "topics": list(b.topics),
+                "memories": b.memories,
+            }
+            for b in trace.boxes
+        ],
+    }
+
+
+def _time(value: Any) -> datetime:
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+def _trace_from_json(trace_id: str, raw: Any) -> Trace:
+    boxes = tuple(
+        TraceBox(
+            id=str(b["id"]),
+            path=str(b.get("path", "")),
+            session=str(b.get("session", "")),
+            created_at=_time(b["createdAt"]),
+            sealed_at=_time(b["sealedAt"]),
+            topics=tuple(str(t) for t in b.get("topics", [])),
+            memories=int(b.get("memories", 0)),
+        )
+        for b in raw.get("boxes", [])
+    )
+    counts = tuple(sorted((str(k), int(v)) for k, v in dict(raw.get("topicCounts", {})).items()))
+    return Trace(
+        id=trace_id,
+        created_at=_time(raw["createdAt"]),
+        last_seen=_time(raw["lastSeen"]),
+        boxes=boxes,
+        topic_counts=counts,
+    )
+
+
+def load_traces(path: Path) -> list[Trace]:
+    """Read-only view of ``state/traces.json`` (for `engram-md traces` and recall)."""
+    return TraceWeaver(TraceConfig(), path).traces()

@@ -1,0 +1,652 @@
+"""Recall: the memories that matter for a query, within a token budget.
+
+    query -> embed -> vector candidates + full-text candidates (one pool)
+          -> status filter (inactive memories only when asked)
+          -> relevance: cosine and BM25 fused by score, lifted by the query's names and
+             dates, then by the strong hits a memory was told next to (neighbours)
+          -> lifecycle adjustment -> seed-001 score (importance, repetition, access, kind,
+             tier, recency, sigmoid)
+          -> relevant preferences and procedures first, then by score
+          -> leave out what repeats a kept memory (same source turns, or near-identical)
+          -> cut to the budget (a token is 4 characters of content, rounded up)
+
+Every number that shapes the ranking lives in :class:`Weights`, so `explain` can show each
+part and nothing is tuned to particular questions."""
+
+from __future__ import annotations
+
+import calendar
+import math
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, fields, replace
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import regex
+
+from ..core.config import GraphConfig, RecallConfig
+from ..index.table import IndexRow, MemoryIndex
+from ..organize.activation import Activation, Adjacency, Step, activate
+from ..store.access import ACTIVATION_BOOST, AccessLog
+from ..text.dates import parse_absolute_dates
+from ..text.embeddings import Embedder
+from .neighbors import neighbour_support
+
+# Facts only: boxes have their own short section (topic windows).
+FACTS = "kind = 'fact'"
+ACTIVE = "status = 'active' AND kind = 'fact'"
+ACTIVE_BOXES = "status = 'active' AND kind = 'box'"
+# Categories that tell the agent how to behave: shown first when relevant.
+PROCEDURAL = frozenset({"preference", "principle", "skill"})
+
+
+def estimate_tokens(text: str) -> int:
+    """The one token estimate used everywhere: 4 characters of content, rounded up."""
+    return math.ceil(len(text) / 4)
+
+
+@dataclass(frozen=True)
+class Weights:
+    candidates_per_channel: int = 200
+    # Relevance fuses the two channels by score: a share of the cosine plus a share of the
+    # BM25 score relative to the best in the pool. Scores rather than ranks, so a memory that
+    # matches only a common word (a name every memory carries) is not lifted just by ranking
+    # high on that word, and relevance keeps a meaning of its own for the thresholds below.
+    cosine_share: float = 0.6
+    name_lift: float = 0.25  # relevance *= 1 + name_lift * share of the query's names carried
+    date_lift: float = 0.2  # relevance *= 1 + date_lift when the memory falls in a named range
+    # Neighbours: relevance += neighbour_share * relevance of the best of the strongest
+    # `neighbour_hits` memories told in the same session within the window.
+    neighbour_share: float = 0.1
+    neighbour_hits: int = 5
+    neighbour_window_minutes: float = 30.0
+    lifecycle: dict[str, float] = field(
+        default_factory=lambda: {
+            "active": 1.05,
+            "validated": 1.05,
+            "candidate": 1.0,
+            "stale": 0.85,
+            "archived": 0.8,
+        }
+    )
+    kind_bias: dict[str, float] = field(
+        default_factory=lambda: {"procedural": 0.15, "note": 0.0, "episode": -0.1}
+    )
+    tier_bias: dict[str, float] = field(
+        default_factory=lambda: {
+            "explicit": 0.1,
+            "implied": 0.0,
+            "inferred": -0.05,
+            "speculative": -0.1,
+        }
+    )
+    recency_half_life_hours: float = 168.0
+    weight_factor: float = 0.4  # seed 001: raw = relevance * (1 + 0.4 weight + 0.2 recency)
+    recency_factor: float = 0.2
+    # A preference or procedure goes first only when it is about the query: its relevance is
+    # at least this share of the best relevance. Ranking by score alone would let every
+    # preference in, since the kind bias lifts them all.
+    procedural_floor: float = 0.85
+    # Two memories this close in meaning say the same thing: the second costs budget and
+    # adds nothing. A memory whose source turns were all shown already needs less: being
+    # about as close as paraphrases of one statement usually are.
+    duplicate_cosine: float = 0.95
+    same_turns_cosine: float = 0.5
+    # Graph expansion: the best `graph_seeds` memories spread activation over the fact graph
+    # (entity, time and causal edges); score = (1 - graph_share) * own score + graph_share *
+    # activation, and memories the graph reached that the search did not are added.
+    graph_seeds: int = 10
+    graph_share: float = 0.35
+    # Topic windows: up to this many memory boxes (a stretch of a conversation, summarized)
+    # about the query, after the facts, within the budget. Off by default: on the LoCoMo dev
+    # conversations they cost budget that facts used better (docs/ARCHITECTURE.md).
+    topic_windows: int = 0
+    window_min_cosine: float = 0.3
+    window_share: float = 0.15  # of the budget, at most
+
+
+WEIGHTS = Weights()
+
+
+@dataclass(frozen=True)
+class ScoreParts:
+    """Every number behind one memory's score, in the order they are computed."""
+
+    cosine: float
+    fts_rel: float  # BM25 score / best BM25 score in the pool
+    name_match: float
+    date_match: float
+    neighbour: float  # relevance of the strong hit this memory was told next to
+    relevance: float
+    lifecycle: float
+    importance: float
+    rep_bonus: float
+    access_bonus: float
+    kind_bias: float
+    tier_bias: float
+    recency: float
+    weight: float
+    raw: float
+    own: float  # seed 001's sigmoid of raw: the score before the graph
+    graph: float  # activation reached through the graph (0 without a graph)
+    score: float
+
+
+@dataclass(frozen=True)
+class Candidate:
+    row: IndexRow
+    parts: ScoreParts
+    kept: bool
+    reason: str
+    channels: tuple[str, ...]
+    path: tuple[Step, ...] = ()  # the graph path that reached it, seed first
+
+
+@dataclass(frozen=True)
+class Memory:
+    id: str
+    path: str
+    category: str
+    memory_kind: str
+    content: str
+    score: float
+    source_turn_ids: tuple[str, ...]
+    created: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "path": self.path,
+            "category": self.category,
+            "memoryKind": self.memory_kind,
+            "content": self.content,
+            "score": round(self.score, 4),
+            "sourceTurnIds": list(self.source_turn_ids),
+            "created": self.created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    query: str
+    memories: tuple[Memory, ...]
+    tokens: int
+    budget: int
+    candidates: tuple[Candidate, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The DESIGN.md contract: {"query", "memories": [...], "tokens"}."""
+        return {
+            "query": self.query,
+            "memories": [m.to_json() for m in self.memories],
+            "tokens": self.tokens,
+        }
+
+    def render(self) -> str:
+        """Seed 004's prompt block: one ``[TYPE] content`` line per memory."""
+        lines = ["<memory>"]
+        for m in self.memories:
+            label = m.category.upper()
+            if m.memory_kind == "box":
+                lines.append(f"[TOPIC WINDOW] {m.created:%Y-%m-%d}: {m.content}")
+            elif m.memory_kind == "episode":
+                lines.append(f"[{label}] {m.created:%Y-%m-%d}: {m.content}")
+            else:
+                lines.append(f"[{label}] {m.content}")
+        lines.append("</memory>")
+        return "\n".join(lines)
+
+    def explain_json(self) -> dict[str, Any]:
+        return {
+            **self.to_json(),
+            "budget": self.budget,
+            "candidates": [
+                {
+                    "id": c.row.id,
+                    "path": c.row.path,
+                    "status": c.row.status,
+                    "content": c.row.content,
+                    "kept": c.kept,
+                    "reason": c.reason,
+                    "channels": list(c.channels),
+                    "parts": {k: round(getattr(c.parts, k), 4) for k in _PART_NAMES},
+                    "graphPath": [
+                        {
+                            "kind": step.kind,
+                            "source": step.source,
+                            "target": step.target,
+                            "confidence": round(step.confidence, 3),
+                        }
+                        for step in c.path
+                    ],
+                }
+                for c in self.candidates
+            ],
+        }
+
+
+# Read once: explain walks these per candidate instead of deep-copying via asdict.
+_PART_NAMES = tuple(f.name for f in fields(ScoreParts))
+
+
+# ---------------------------------------------------------------- the query
+
+
+_NAME = regex.compile(r"\b\p{Lu}[\p{L}'’-]+\b")
+_QUESTION_WORDS = frozenset(
+    "what when where who whom whose which why how did does do is are was were has have had "
+    "can could would should will the a an in on at of i my we our you your it this that "
+    "tell list name describe".split()
+)
+_MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+_MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
+_MONTH_YEAR = regex.compile(
+    r"\b(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?,?\s+(\d{4})\b",
+    regex.IGNORECASE,
+)
+_YEAR = regex.compile(r"\b(19\d\d|20\d\d)\b")
+
+
+@dataclass(frozen=True)
+class QueryFeatures:
+    names: tuple[str, ...]  # lowercased proper names in the query
+    ranges: tuple[tuple[date, date], ...]  # date ranges the query names
+
+
+def query_features(query: str) -> QueryFeatures:
+    names = []
+    for match in _NAME.finditer(query):
+        word = match.group(0).strip("'’-")
+        lower = word.casefold()
+        if lower in _QUESTION_WORDS or lower in _MONTHS:
+            continue
+        names.append(lower.removesuffix("'s").removesuffix("’s"))
+    ranges: list[tuple[date, date]] = []
+    for day in parse_absolute_dates(query):
+        ranges.append((day, day))
+    for match in _MONTH_YEAR.finditer(query):
+        month = _MONTHS[match.group(1).casefold()]
+        year = int(match.group(2))
+        last = calendar.monthrange(year, month)[1]
+        ranges.append((date(year, month, 1), date(year, month, last)))
+    if not ranges:
+        for match in _YEAR.finditer(query):
+            year = int(match.group(1))
+            ranges.append((date(year, 1, 1), date(year, 12, 31)))
+    return QueryFeatures(tuple(dict.fromkeys(names)), tuple(ranges))
+
+
+def _name_pattern(names: Sequence[str]) -> regex.Pattern[str] | None:
+    """One pattern for all of the query's names, compiled once per query."""
+    if not names:
+        return None
+    alternatives = "|".join(regex.escape(n) for n in sorted(names, key=len, reverse=True))
+    return regex.compile(rf"\b(?:{alternatives})\b")
+
+
+def _name_match(row: IndexRow, names: Sequence[str], pattern: regex.Pattern[str] | None) -> float:
+    """Share of the query's names the memory carries: as speaker, entity or in its words."""
+    if not names or pattern is None:
+        return 0.0
+    carried = {e.split("-", 1)[-1] for e in row.entities} | {row.speaker.casefold()}
+    found = set(pattern.findall(row.content.casefold()))
+    return sum(1 for n in names if n in carried or n in found) / len(names)
+
+
+def _date_match(row: IndexRow, ranges: Sequence[tuple[date, date]]) -> float:
+    if not ranges:
+        return 0.0
+    created = row.created.date()
+    for start, end in ranges:
+        # An event is usually told within days of happening: allow a week of slack.
+        if start - timedelta(days=1) <= created <= end + timedelta(days=7):
+            return 1.0
+        if any(start <= d <= end for d in parse_absolute_dates(row.content)):
+            return 1.0
+    return 0.0
+
+
+# ---------------------------------------------------------------- recall
+
+
+class Recaller:
+    """Answers recall queries from an open index. Safe to share between threads."""
+
+    def __init__(
+        self,
+        index: MemoryIndex,
+        embedder: Embedder,
+        access: AccessLog,
+        cfg: RecallConfig,
+        *,
+        weights: Weights = WEIGHTS,
+        graph: Callable[[], Adjacency | None] | None = None,
+        graph_cfg: GraphConfig | None = None,
+    ) -> None:
+        self.index = index
+        # The fact graph, asked for on every query (a daemon's graph changes as it writes).
+        self.graph = graph
+        self.graph_cfg = graph_cfg or GraphConfig()
+        self.embedder = embedder
+        self.access = access
+        self.cfg = cfg
+        self.weights = weights
+        self._text_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-fts")
+
+    def recall(
+        self,
+        query: str,
+        *,
+        budget_tokens: int | None = None,
+        top_k: int | None = None,
+        include_inactive: bool | None = None,
+        explain: bool = False,
+        record_access: bool = True,
+    ) -> RecallResult:
+        budget = budget_tokens if budget_tokens is not None else self.cfg.budget_tokens
+        limit = top_k if top_k is not None else self.cfg.top_k
+        inactive_ok = (
+            include_inactive if include_inactive is not None else self.cfg.include_inactive
+        )
+        query = query.strip()
+        if not query:
+            return RecallResult(query, (), 0, budget)
+        # explain looks at inactive memories too, to say why they were left out.
+        where = FACTS if (inactive_ok or explain) else ACTIVE
+        pool, qvec = self._candidates(query, where)
+        scored = self._score(query, pool)
+        scored, paths = self._expand(query, pool, scored, qvec, inactive_ok or explain)
+        windows = self._windows(qvec, budget)
+        reserved = sum(estimate_tokens(m.content) for m in windows)
+        result = self._select(
+            query, scored, budget - reserved, limit, inactive_ok, explain, record_access, paths
+        )
+        room = limit - len(result.memories)
+        windows = windows[: max(0, room)]
+        return replace(
+            result,
+            memories=result.memories + windows,
+            tokens=result.tokens + sum(estimate_tokens(m.content) for m in windows),
+            budget=budget,
+        )
+
+    def _windows(self, qvec: np.ndarray, budget: int) -> tuple[Memory, ...]:
+        """The "recent topic windows" section: the boxes closest to the query (recent first
+        among equals), given at most ``window_share`` of the budget, taken before the facts."""
+        w = self.weights
+        if w.topic_windows <= 0:
+            return ()
+        hits = self.index.vector_search(qvec, w.topic_windows * 4, where=ACTIVE_BOXES)
+        if not hits:
+            return ()
+        newest = max(h.row.created for h in hits)
+        ranked = sorted(
+            (h for h in hits if h.score >= w.window_min_cosine),
+            key=lambda h: -h.score * (1 + w.recency_factor * _recency(newest, h.row, w)),
+        )
+        allowance = int(budget * w.window_share)
+        chosen: list[Memory] = []
+        for hit in ranked[: w.topic_windows]:
+            cost = estimate_tokens(hit.row.content)
+            if cost > allowance:
+                continue
+            allowance -= cost
+            row = hit.row
+            chosen.append(
+                Memory(row.id, row.path, row.category, row.memory_kind, row.content,
+                       hit.score, row.source_turn_ids, row.created)
+            )  # fmt: skip
+        return tuple(chosen)
+
+    # ------------------------------------------------------------ stages
+    def _candidates(self, query: str, where: str | None) -> tuple[list[_Pooled], np.ndarray]:
+        """Both channels' candidates, once each: cosine for all, BM25 where the text matched."""
+        k = self.weights.candidates_per_channel
+        # The full-text query waits on LanceDB's own threads and the embedding on
+        # onnxruntime's, both without the GIL: asking both at once hides the shorter one.
+        text_hits = self._text_pool.submit(self.index.text_search, query, k, where=where)
+        qvec = self.embedder.embed([query])[0]
+        pool: dict[str, _Pooled] = {}
+        for hit in self.index.vector_search(qvec, k, where=where, exact=False):
+            pool[hit.row.id] = _Pooled(hit.row, hit.score, 0.0, ["vector"])
+        for hit in text_hits.result():
+            found = pool.get(hit.row.id)
+            if found is None:
+                pool[hit.row.id] = _Pooled(hit.row, _cosine(hit.row, qvec), hit.score, ["text"])
+            else:
+                found.bm25 = hit.score
+                found.channels.append("text")
+        return list(pool.values()), qvec
+
+    def _expand(
+        self,
+        query: str,
+        pool: list[_Pooled],
+        scored: list[tuple[IndexRow, ScoreParts, list[str]]],
+        qvec: np.ndarray,
+        inactive_ok: bool,
+    ) -> tuple[list[tuple[IndexRow, ScoreParts, list[str]]], dict[str, tuple[Step, ...]]]:
+        """Spread activation from the best memories over the fact graph and blend it in.
+
+        Memories the graph reaches that the search missed join the pool (scored like the
+        others, with no full-text score), so a fact linked to a strong hit by an entity, a
+        time step or a stated cause can be recalled though it shares no words with the query.
+        Edges naming memories the index does not hold (a file deleted by hand) lead nowhere.
+        """
+        w = self.weights
+        adjacency = self.graph() if self.graph is not None else None
+        if adjacency is None or not len(adjacency) or w.graph_share <= 0 or not scored:
+            return scored, {}
+        seeds = {
+            row.id: parts.own
+            for row, parts, _ in scored[: w.graph_seeds]
+            if row.status == "active" and parts.own > 0
+        }
+        if not seeds:
+            return scored, {}
+        reached: dict[str, Activation] = activate(adjacency, seeds, self.graph_cfg)
+        # Edges can name facts whose files were deleted by hand (the graph is cleaned up by
+        # consolidation and `doctor`): a path through one of them leads nowhere.
+        on_paths = {n for a in reached.values() for s in a.path for n in (s.source, s.target)}
+        indexed = self.index.get(sorted(on_paths | set(reached)))
+        reached = {
+            node: a
+            for node, a in reached.items()
+            if node in indexed and all(s.source in indexed and s.target in indexed for s in a.path)
+        }
+        known = {c.row.id for c in pool}
+        extra = [
+            _Pooled(indexed[node], _cosine(indexed[node], qvec), 0.0, ["graph"])
+            for node in sorted(reached)
+            if node not in known
+            and indexed[node].kind == "fact"
+            and (inactive_ok or indexed[node].status == "active")
+        ]
+        if extra:
+            pool = pool + extra
+            scored = self._score(query, pool)
+        share = w.graph_share
+        blended = []
+        paths: dict[str, tuple[Step, ...]] = {}
+        for row, parts, channels in scored:
+            hit = reached.get(row.id)
+            graph = hit.score if hit is not None else 0.0
+            if hit is not None and hit.path:
+                paths[row.id] = hit.path
+                if "graph" not in channels:
+                    channels = [*channels, "graph"]
+            final = (1 - share) * parts.own + share * graph
+            blended.append((row, replace(parts, graph=graph, score=final), channels))
+        blended.sort(key=lambda item: (-item[1].score, item[0].id))
+        return blended, paths
+
+    def _score(
+        self, query: str, pool: list[_Pooled]
+    ) -> list[tuple[IndexRow, ScoreParts, list[str]]]:
+        w = self.weights
+        features = query_features(query)
+        pattern = _name_pattern(features.names)
+        best_bm25 = max((c.bm25 for c in pool), default=0.0) or 1.0
+        # Relevance before neighbours: fused channels, lifted by the query's names and dates.
+        base: list[float] = []
+        matches: list[tuple[float, float, float]] = []
+        for c in pool:
+            fts_rel = c.bm25 / best_bm25
+            names = _name_match(c.row, features.names, pattern)
+            dates = _date_match(c.row, features.ranges)
+            fused = w.cosine_share * max(0.0, c.cosine) + (1 - w.cosine_share) * fts_rel
+            base.append(fused * (1 + w.name_lift * names) * (1 + w.date_lift * dates))
+            matches.append((fts_rel, names, dates))
+        support = neighbour_support(
+            [(c.row.session, c.row.created) for c in pool],
+            base,
+            strong=w.neighbour_hits if w.neighbour_share else 0,
+            window=timedelta(minutes=w.neighbour_window_minutes),
+        )
+        accesses = self.access.counts()
+        now = max((c.row.created for c in pool), default=datetime.now(UTC))
+        out = []
+        for c, rel, (fts_rel, names, dates), nb in zip(pool, base, matches, support, strict=True):
+            row = c.row
+            lifecycle = w.lifecycle.get(row.lifecycle_state, 1.0)
+            relevance = (rel + w.neighbour_share * nb) * lifecycle
+            recent = accesses.get(row.id, 0)
+            importance = min(1.0, row.importance + ACTIVATION_BOOST * recent)
+            rep = min(0.7, 0.17 * math.log1p(row.confirmations))
+            acc = min(0.55, 0.12 * math.log1p(row.access_count + recent))
+            kind_key = "procedural" if row.category in PROCEDURAL else row.memory_kind
+            kind = w.kind_bias.get(kind_key, 0.0)
+            tier = w.tier_bias.get(_tier(row.confidence), 0.0)
+            recency = _recency(now, row, w)
+            weight = importance + rep + acc + kind + tier
+            raw = relevance * (1 + w.weight_factor * weight + w.recency_factor * recency)
+            score = 2 / (1 + math.exp(-2 * raw)) - 1
+            parts = ScoreParts(
+                c.cosine, fts_rel, names, dates, nb, relevance, lifecycle, importance, rep, acc,
+                kind, tier, recency, weight, raw, score, 0.0, score,
+            )  # fmt: skip
+            out.append((row, parts, c.channels))
+        out.sort(key=lambda item: (-item[1].score, item[0].id))
+        return out
+
+    def _select(
+        self,
+        query: str,
+        scored: list[tuple[IndexRow, ScoreParts, list[str]]],
+        budget: int,
+        limit: int,
+        inactive_ok: bool,
+        explain: bool,
+        record_access: bool,
+        paths: dict[str, tuple[Step, ...]] | None = None,
+    ) -> RecallResult:
+        w = self.weights
+        paths = paths or {}
+        best = max(
+            (p.relevance for r, p, _ in scored if inactive_ok or r.status == "active"),
+            default=0.0,
+        )
+        floor = w.procedural_floor * best
+
+        def first(row: IndexRow, parts: ScoreParts) -> bool:
+            return row.category in PROCEDURAL and parts.relevance >= floor
+
+        ordered = [i for i in scored if first(i[0], i[1])] + [
+            i for i in scored if not first(i[0], i[1])
+        ]
+        kept: list[tuple[IndexRow, ScoreParts]] = []
+        kept_vectors = np.empty((limit, self.index.dim), dtype=np.float32)
+        shown_turns: dict[str, list[int]] = {}  # source turn -> positions in kept
+        decisions: dict[str, str] = {}
+        used = 0
+        for row, parts, _ in ordered:
+            if not inactive_ok and row.status != "active":
+                decisions[row.id] = f"left out: status {row.status}"
+                continue
+            if len(kept) >= limit:
+                decisions[row.id] = "left out: top-k reached"
+                continue
+            cost = estimate_tokens(row.content)
+            if used + cost > budget:
+                decisions[row.id] = f"left out: over budget ({cost} tokens, {budget - used} left)"
+                continue
+            vector = row.vector if row.vector is not None else np.zeros(self.index.dim)
+            similar = kept_vectors[: len(kept)] @ vector
+            if kept and float(similar.max()) >= w.duplicate_cosine:
+                closest = float(similar.max())
+                decisions[row.id] = f"left out: near-duplicate of a kept memory ({closest:.2f})"
+                continue
+            if row.source_turn_ids and all(t in shown_turns for t in row.source_turn_ids):
+                # Told in turns already shown: a restatement if it also reads like what was
+                # kept from them (several distinct facts from one turn read differently).
+                sharing = {k for t in row.source_turn_ids for k in shown_turns[t]}
+                closest = max(float(similar[k]) for k in sharing)
+                if closest >= w.same_turns_cosine:
+                    decisions[row.id] = (
+                        f"left out: restates kept memories of the same source turns ({closest:.2f})"
+                    )
+                    continue
+            kept_vectors[len(kept)] = vector
+            for turn in row.source_turn_ids:
+                shown_turns.setdefault(turn, []).append(len(kept))
+            used += cost
+            kept.append((row, parts))
+            decisions[row.id] = "kept" + (
+                " (relevant preference: shown first)" if first(row, parts) else ""
+            )
+        memories = tuple(
+            Memory(
+                row.id,
+                row.path,
+                row.category,
+                row.memory_kind,
+                row.content,
+                parts.score,
+                row.source_turn_ids,
+                row.created,
+            )  # fmt: skip
+            for row, parts in kept
+        )
+        if record_access and memories:
+            self.access.record(m.id for m in memories)
+        candidates: tuple[Candidate, ...] = ()
+        if explain:
+            candidates = tuple(
+                Candidate(row, parts, decisions.get(row.id, "").startswith("kept"),
+                          decisions.get(row.id, ""), tuple(channels), paths.get(row.id, ()))
+                for row, parts, channels in scored
+            )  # fmt: skip
+        return RecallResult(query, memories, used, budget, candidates)
+
+
+@dataclass(slots=True)
+class _Pooled:
+    """A candidate while the pool is gathered (mutable: the text channel adds its score)."""
+
+    row: IndexRow
+    cosine: float
+    bm25: float
+    channels: list[str]
+
+
+def _cosine(row: IndexRow, qvec: np.ndarray) -> float:
+    if row.vector is None:
+        return 0.0
+    return float(np.dot(row.vector, qvec))
+
+
+def _recency(now: datetime, row: IndexRow, w: Weights) -> float:
+    age_hours = max(0.0, (now - row.created).total_seconds() / 3600)
+    return math.exp(-age_hours / w.recency_half_life_hours)
+
+
+def _tier(confidence: float) -> str:
+    if confidence >= 0.95:
+        return "explicit"
+    if confidence >= 0.70:
+        return "implied"
+    if confidence >= 0.40:
+        return "inferred"
+    return "speculative"

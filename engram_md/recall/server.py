@@ -1,0 +1,547 @@
+"""Recall over loopback HTTP: the daemon answers, so `engram-md recall` skips start-up.
+
+Loading the embedding model and the index takes seconds; a recall on a warm process takes
+milliseconds. While `engram-md run` is up it serves recall from what it already holds, and
+advertises where in ``state/daemon.json`` (host, port, pid and a bearer token, mode 0600). A
+client that finds no live daemon, or gets any error from it, recalls in-process instead.
+
+Protocol (HTTP/1.1, keep-alive, JSON both ways, every request carries
+``Authorization: Bearer <token>``)::
+
+    POST /recall  {"query", "budget", "top_k", "include_inactive", "explain", "record_access"}
+        200  RecallResult.to_json() (explain_json() with explain) + {"block": render()}
+        400  bad JSON or fields       401  wrong or missing token
+        413  body over 1 MiB          500  recall itself failed (the server keeps running)
+    GET /health
+        200  {"ok": true, "pid", "memories"}
+    anything else: 404 (unknown path), 411 (chunked body), 501 (other methods)
+
+Every error answer is ``{"error": message}``. The HTTP layer is meant to cost well under a
+millisecond next to embedding and search: no per-request logging, TCP_NODELAY on both ends,
+and each answer leaves in one write.
+"""
+
+from __future__ import annotations
+
+import hmac
+import http.client
+import ipaddress
+import json
+import logging
+import os
+import secrets
+import socket
+import socketserver
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..core.atomic import TMP_MARKER
+from ..core.errors import ConfigError, RecallServerError
+
+if TYPE_CHECKING:  # the recall stack (LanceDB, the model) loads only where it runs
+    from .recaller import Recaller
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 1 << 20
+# An idle keep-alive connection holds a thread; a client that comes back later reconnects.
+IDLE_TIMEOUT_SECONDS = 60.0
+# How long stop() may wait for the serving loop to notice it should end.
+_POLL_SECONDS = 0.25
+_JSON = "application/json"
+
+
+def loopback_host(host: str) -> str:
+    """``host`` as a loopback IP literal, or ConfigError: the token travels in clear text and
+    recall answers carry memory content, so the endpoint must never leave the machine."""
+    if host == "localhost":
+        return "127.0.0.1"
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        raise ConfigError(
+            f"recall.host must be a loopback address (127.0.0.1, ::1 or localhost), got {host!r}"
+        ) from None
+    if not address.is_loopback:
+        raise ConfigError(f"recall.host must be a loopback address, got {host!r}")
+    return str(address)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a running daemon answers recall, as advertised in state/daemon.json."""
+
+    host: str
+    port: int
+    pid: int
+    token: str
+
+
+# ---------------------------------------------------------------- server
+
+
+class _RecallRequest(BaseModel):
+    # An option this daemon does not know is refused rather than dropped: the client then
+    # recalls in-process and honours it, instead of getting a silently different answer.
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    query: str
+    budget: int | None = Field(default=None, ge=1)
+    top_k: int | None = Field(default=None, ge=1)
+    include_inactive: bool | None = None
+    explain: bool = False
+    record_access: bool = True
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "engram-md"
+    sys_version = ""
+    # Buffer writes: status line, headers and body go out in one segment when the handler
+    # flushes after each request (an unbuffered header write followed by a body write is
+    # what Nagle + delayed ACK turn into a 40 ms stall).
+    wbufsize = -1
+    disable_nagle_algorithm = True
+    server: _HTTPServer
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.idle_timeout)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silent: a log line per request would cost more than the request."""
+
+    # do_GET / do_POST: the names http.server dispatches to.
+    def do_GET(self) -> None:
+        if not self._authorized() or self._read_body() is None:
+            return
+        if self.path != "/health":
+            self._send(404, {"error": f"no such endpoint: GET {self.path}"})
+            return
+        try:
+            memories = self.server.recaller.index.count()
+        except Exception as exc:  # a broken index is reported, not fatal to the server
+            log.warning("health check failed", exc_info=True)
+            self._send(500, {"error": f"index unreadable: {exc}"})
+            return
+        self._send(200, {"ok": True, "pid": os.getpid(), "memories": memories})
+
+    def do_POST(self) -> None:
+        if not self._authorized():
+            return
+        body = self._read_body()
+        if body is None:
+            return
+        if self.path != "/recall":
+            self._send(404, {"error": f"no such endpoint: POST {self.path}"})
+            return
+        try:
+            request = _RecallRequest.model_validate_json(body)
+        except ValidationError as exc:
+            self._send(400, {"error": _validation_message(exc)})
+            return
+        try:
+            result = self.server.recaller.recall(
+                request.query,
+                budget_tokens=request.budget,
+                top_k=request.top_k,
+                include_inactive=request.include_inactive,
+                explain=request.explain,
+                record_access=request.record_access,
+            )
+            answer = result.explain_json() if request.explain else result.to_json()
+            answer["block"] = result.render()
+        except Exception as exc:  # one failed query must not end the daemon
+            log.warning("recall request failed", exc_info=True)
+            self._send(500, {"error": f"recall failed: {exc}"})
+            return
+        self._send(200, answer)
+
+    # ------------------------------------------------------------ helpers
+
+    def _authorized(self) -> bool:
+        given = self.headers.get("Authorization", "")
+        expected = "Bearer " + self.server.token
+        if hmac.compare_digest(given.encode(), expected.encode()):
+            return True
+        # Closing spares reading a body from someone who does not hold the token.
+        self._send(401, {"error": "missing or wrong token"}, close=True)
+        return False
+
+    def _content_length(self) -> int | None:
+        """The declared body length, or None after answering a request we will not read."""
+        if self.headers.get("Transfer-Encoding"):
+            self._send(411, {"error": "send a Content-Length, not a chunked body"}, close=True)
+            return None
+        raw = self.headers.get("Content-Length", "0")
+        try:
+            length = int(raw)
+        except ValueError:
+            length = -1
+        if length < 0:
+            self._send(400, {"error": f"bad Content-Length: {raw!r}"}, close=True)
+            return None
+        if length > MAX_BODY_BYTES:
+            self._send(
+                413, {"error": f"request body over {MAX_BODY_BYTES} bytes ({length})"}, close=True
+            )
+            return None
+        return length
+
+    def _read_body(self) -> bytes | None:
+        length = self._content_length()
+        if length is None:
+            return None
+        body = self.rfile.read(length)
+        if len(body) != length:
+            self.close_connection = True
+            return None
+        return body
+
+    def _send(self, status: int, payload: dict[str, Any], *, close: bool = False) -> None:
+        data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", _JSON)
+        self.send_header("Content-Length", str(len(data)))
+        if close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def _validation_message(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"])
+        problems.append(f"{where}: {error['msg']}" if where else error["msg"])
+    return "bad request: " + "; ".join(problems)
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    # Port 0 is the default, so reuse only matters for a configured port after a restart.
+    allow_reuse_address = True
+
+    def __init__(
+        self, address: tuple[str, int], recaller: Recaller, token: str, idle_timeout: float
+    ) -> None:
+        self.recaller = recaller
+        self.token = token
+        self.idle_timeout = idle_timeout
+        self.accepted = 0
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        super().__init__(address, _Handler)
+
+    def server_bind(self) -> None:
+        # HTTPServer.server_bind does a reverse DNS lookup of the host for a name nobody
+        # here reads; on a machine with broken DNS that alone takes seconds.
+        socketserver.TCPServer.server_bind(self)
+        self.server_name = str(self.server_address[0])
+        self.server_port = int(self.server_address[1])
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        conn, addr = super().get_request()
+        with self._open_lock:
+            self._open.add(conn)
+            self.accepted += 1
+        return conn, addr
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # The default prints a traceback to stderr; what lands here is a client that went
+        # away mid-answer (or stop() closing its connection), which is routine.
+        log.debug("recall connection from %s ended abruptly", client_address, exc_info=True)
+
+    def close_connections(self) -> None:
+        """End kept-alive connections, so no handler thread answers after stop()."""
+        with self._open_lock:
+            conns = list(self._open)
+        for conn in conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already gone
+
+
+class RecallServer:
+    """Serves one :class:`Recaller` on a loopback port and advertises it in a file."""
+
+    def __init__(
+        self,
+        recaller: Recaller,
+        endpoint_path: Path,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        idle_timeout: float = IDLE_TIMEOUT_SECONDS,
+    ) -> None:
+        bind_host = loopback_host(host)
+        self.endpoint_path = endpoint_path
+        self._token = secrets.token_urlsafe(32)
+        try:
+            self._http = _HTTPServer((bind_host, port), recaller, self._token, idle_timeout)
+        except OSError as exc:
+            raise RecallServerError(
+                f"cannot listen for recall on {bind_host} port {port}: {exc}"
+            ) from exc
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+
+    @property
+    def port(self) -> int:
+        return int(self._http.server_address[1])
+
+    @property
+    def host(self) -> str:
+        return str(self._http.server_address[0])
+
+    @property
+    def connections_accepted(self) -> int:
+        """Connections opened so far: with keep-alive, a batch of queries is one."""
+        return self._http.accepted
+
+    def start(self) -> None:
+        """Serve in a background thread, then advertise the endpoint."""
+        if self._thread is not None or self._stopped:
+            raise RecallServerError("a recall server can be started once")
+        self._thread = threading.Thread(
+            target=self._http.serve_forever,
+            kwargs={"poll_interval": _POLL_SECONDS},
+            name="engram-recall-server",
+            daemon=True,
+        )
+        self._thread.start()
+        endpoint = {"host": self.host, "port": self.port, "pid": os.getpid(), "token": self._token}
+        try:
+            _write_private(self.endpoint_path, json.dumps(endpoint, indent=2) + "\n")
+        except OSError as exc:
+            self.stop()
+            raise RecallServerError(
+                f"cannot write the recall endpoint file {self.endpoint_path}: {exc}"
+            ) from exc
+
+    def stop(self) -> None:
+        """Stop serving and withdraw the endpoint file (unless another server replaced it)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._thread is not None:
+            # shutdown() returns once the serving loop next wakes up, up to a poll interval
+            # away; an empty connection wakes it at once.
+            stopper = threading.Thread(target=self._http.shutdown, daemon=True)
+            stopper.start()
+            while stopper.is_alive():
+                self._wake()
+                stopper.join(0.02)
+            self._thread.join()
+        self._http.server_close()
+        self._http.close_connections()
+        self._remove_endpoint()
+
+    def _wake(self) -> None:
+        try:
+            socket.create_connection((self.host, self.port), timeout=0.5).close()
+        except OSError:
+            pass  # the loop wakes on its own within the poll interval anyway
+
+    def __enter__(self) -> RecallServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _remove_endpoint(self) -> None:
+        try:
+            current = json.loads(self.endpoint_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        if (
+            isinstance(current, dict)
+            and current.get("pid") == os.getpid()
+            and current.get("token") == self._token
+        ):
+            self.endpoint_path.unlink(missing_ok=True)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Atomic write of a file only its owner may read (it holds the token).
+
+    The temp file is created 0600, so the token is never readable by others, not even for
+    the moment between writing and a later chmod.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}{TMP_MARKER}{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        try:
+            os.fchmod(fd, 0o600)  # O_CREAT's mode does not apply to a leftover temp file
+            os.write(fd, text.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+# ---------------------------------------------------------------- client
+
+
+def find_daemon(endpoint_path: Path) -> Endpoint | None:
+    """The advertised endpoint if its daemon is alive; None when there is nothing to ask."""
+    try:
+        data = json.loads(endpoint_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    host, port, pid, token = (data.get(k) for k in ("host", "port", "pid", "token"))
+    if not (
+        isinstance(host, str)
+        and isinstance(token, str)
+        and token
+        and _is_int(port)
+        and 0 < port < 65536
+        and _is_int(pid)
+        and pid > 0  # os.kill(0, ...) would address our own process group
+    ):
+        return None
+    try:
+        host = loopback_host(host)
+    except ConfigError:
+        return None  # never send the token off the machine, whatever the file says
+    if not _alive(pid):
+        return None
+    return Endpoint(host, port, pid, token)
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists; the connection attempt will tell whether it is ours
+    except OSError:
+        return False
+    return True
+
+
+class _Connection(http.client.HTTPConnection):
+    def connect(self) -> None:
+        super().connect()
+        assert self.sock is not None
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+class RecallClient:
+    """Asks a running daemon for recall over one kept-alive connection.
+
+    Every failure — refused, timed out, an error status, an unreadable answer — is a
+    RecallServerError, which tells the caller to recall in-process instead.
+    """
+
+    def __init__(self, endpoint: Endpoint, *, timeout: float = 5.0) -> None:
+        self.endpoint = endpoint
+        self._conn = _Connection(endpoint.host, endpoint.port, timeout=timeout)
+        self._headers = {
+            "Authorization": f"Bearer {endpoint.token}",
+            "Content-Type": _JSON,
+            "Accept": _JSON,
+        }
+        self._used = False
+
+    def recall(
+        self,
+        query: str,
+        *,
+        budget_tokens: int | None = None,
+        top_k: int | None = None,
+        include_inactive: bool | None = None,
+        explain: bool = False,
+        record_access: bool = True,
+    ) -> dict[str, Any]:
+        body = {
+            "query": query,
+            "budget": budget_tokens,
+            "top_k": top_k,
+            "include_inactive": include_inactive,
+            "explain": explain,
+            "record_access": record_access,
+        }
+        return self._request("POST", "/recall", json.dumps(body).encode())
+
+    def health(self) -> dict[str, Any]:
+        return self._request("GET", "/health", None)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> RecallClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _request(self, method: str, path: str, body: bytes | None) -> dict[str, Any]:
+        where = f"{self.endpoint.host}:{self.endpoint.port}"
+        # A kept-alive connection the server has since closed (idle timeout) fails on first
+        # use without the request having been seen: reconnect and send it once more.
+        attempts = 2 if self._used else 1
+        for attempt in range(attempts):
+            try:
+                self._conn.request(method, path, body=body, headers=self._headers)
+                response = self._conn.getresponse()
+                data = response.read()
+                break
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
+                self._conn.close()
+                if attempt + 1 < attempts:
+                    continue
+                raise RecallServerError(
+                    f"recall daemon at {where} dropped the connection: {exc}"
+                ) from exc
+            except (OSError, http.client.HTTPException) as exc:
+                self._conn.close()
+                reason = (
+                    "timed out" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
+                )
+                raise RecallServerError(
+                    f"recall daemon at {where} is unreachable: {reason}"
+                ) from exc
+        self._used = True
+        if response.will_close:
+            self._conn.close()
+        try:
+            answer = json.loads(data)
+        except ValueError as exc:
+            raise RecallServerError(
+                f"recall daemon at {where} answered {response.status} with non-JSON"
+            ) from exc
+        if response.status != 200:
+            message = answer.get("error") if isinstance(answer, dict) else None
+            raise RecallServerError(
+                f"recall daemon at {where} answered {response.status}: {message or response.reason}"
+            )
+        if not isinstance(answer, dict):
+            raise RecallServerError(f"recall daemon at {where} answered with a non-object")
+        return answer

@@ -1,0 +1,449 @@
+"""One fact per markdown file: YAML frontmatter + the statement as the body.
+
+Writing goes through python-frontmatter and pyyaml (no hand-rolled YAML) with a fixed key order
+and formatting, so the same fact always serializes to the same bytes and `git diff` shows only
+real changes. Reading validates the frontmatter at this edge (pydantic) and keeps unknown keys
+a person added, so a hand edit survives our rewrites.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import frontmatter
+import regex
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..core.atomic import atomic_write_text
+from ..core.errors import MemoryFileError
+from ..core.models import (
+    Category,
+    ConfidenceTier,
+    Fact,
+    LifecycleState,
+    MemoryKind,
+    PolicyClass,
+    Source,
+    Status,
+    StatusChange,
+    VerificationState,
+)
+from ..extract.normalize import confidence_tier
+from ..text.hashing import content_hash
+
+_SURROGATE = regex.compile(r"[\ud800-\udfff]")
+
+# The order keys are written in. Optional keys are written only when set.
+KEY_ORDER = (
+    "id",
+    "category",
+    "created",
+    "updated",
+    "source",
+    "confidence",
+    "confidenceTier",
+    "importance",
+    "memoryKind",
+    "status",
+    "lifecycleState",
+    "verificationState",
+    "policyClass",
+    "tags",
+    "entities",
+    "session",
+    "sourceTurnIds",
+    "boxId",
+    "expiresAt",
+    "validAt",
+    "confirmations",
+    "lastConfirmed",
+    "accessCount",
+    "supersedes",
+    "supersededBy",
+    "mergedFrom",
+    "statusHistory",
+    "heatScore",
+    "decayScore",
+    "tier",
+)
+
+
+# ---------------------------------------------------------------- YAML formatting
+
+
+class _Dumper(yaml.SafeDumper):
+    """Short scalar lists in flow style (``tags: [a, b]``), mappings in block style."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        # Never write YAML anchors (&id001): equal timestamps must read as plain values.
+        return True
+
+
+def _represent_datetime(dumper: yaml.SafeDumper, value: datetime) -> yaml.Node:
+    return dumper.represent_scalar("tag:yaml.org,2002:timestamp", format_time(value))
+
+
+def _represent_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.Node:
+    flow = all(not isinstance(item, dict | list) for item in value)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=flow)
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    # PyYAML writes NEL (U+0085) raw inside a single-quoted scalar and reads it back as a
+    # folded line break, i.e. a space; double quotes escape it ("\N") and round-trip.
+    if "\x85" in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
+    return dumper.represent_str(value)
+
+
+_Dumper.add_representer(datetime, _represent_datetime)
+_Dumper.add_representer(str, _represent_str)
+_Dumper.add_representer(list, _represent_list)
+
+
+def format_time(value: datetime) -> str:
+    """UTC, second precision, ``Z`` suffix: ``2026-03-02T09:02:00Z``.
+
+    A naive value is taken as UTC (YAML's reading of a time without an offset). The year is
+    always four digits: ``strftime`` writes year 1 as ``1``, which YAML no longer reads as a
+    time. A value that leaves datetime's range once moved to UTC keeps its own offset.
+    """
+    try:
+        utc = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except OverflowError:
+        return value.isoformat(timespec="seconds")
+    return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S}Z"
+
+
+# ---------------------------------------------------------------- validation at the edge
+
+
+def _as_utc(value: Any) -> datetime:
+    try:
+        if isinstance(value, datetime):
+            return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        if isinstance(value, date):
+            return datetime(value.year, value.month, value.day, tzinfo=UTC)
+        if isinstance(value, str):
+            text = value.strip().replace("Z", "+00:00")
+            parsed = datetime.fromisoformat(text)
+            return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    except OverflowError as exc:
+        # Year 1 with a positive offset, year 9999 with a negative one: pydantic reports
+        # a ValueError as a validation error, anything else would escape it.
+        raise ValueError(f"date-time out of range: {value!r}") from exc
+    raise ValueError(f"not a date-time: {value!r}")
+
+
+def _as_str_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [str(item) for item in value if item is not None]
+    raise ValueError(f"expected a list, got {type(value).__name__}")
+
+
+class _HistoryEntry(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    at: datetime
+    from_status: Status = Field(alias="from")
+    to_status: Status = Field(alias="to")
+    reason: str = ""
+    by: str = "consolidation"
+
+    _utc = field_validator("at", mode="before")(_as_utc)
+
+
+class _Frontmatter(BaseModel):
+    """The frontmatter as read from disk. Lenient where a person might type loosely."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    id: str
+    category: Category
+    created: datetime
+    updated: datetime | None = None
+    source: Source = Source.MANUAL
+    confidence: float = Field(0.95, ge=0, le=1)
+    confidenceTier: ConfidenceTier | None = None
+    importance: float = Field(0.5, ge=0, le=1)
+    memoryKind: MemoryKind = MemoryKind.NOTE
+    status: Status = Status.ACTIVE
+    lifecycleState: LifecycleState = LifecycleState.CANDIDATE
+    verificationState: VerificationState = VerificationState.UNVERIFIED
+    policyClass: PolicyClass = PolicyClass.DURABLE
+    tags: list[str] = Field(default_factory=list)
+    entities: list[str] = Field(default_factory=list)
+    session: str = ""
+    sourceTurnIds: list[str] = Field(default_factory=list)
+    boxId: str | None = None
+    expiresAt: datetime | None = None
+    validAt: datetime | None = None
+    confirmations: int = Field(0, ge=0)
+    lastConfirmed: datetime | None = None
+    accessCount: int = Field(0, ge=0)
+    supersedes: list[str] = Field(default_factory=list)
+    supersededBy: str | None = None
+    mergedFrom: list[str] = Field(default_factory=list)
+    statusHistory: list[_HistoryEntry] = Field(default_factory=list)
+    heatScore: float | None = None
+    decayScore: float | None = None
+    tier: str | None = None
+
+    _times = field_validator(
+        "created", "updated", "expiresAt", "validAt", "lastConfirmed", mode="before"
+    )(lambda v: None if v is None else _as_utc(v))
+    _lists = field_validator(
+        "tags", "entities", "sourceTurnIds", "supersedes", "mergedFrom", mode="before"
+    )(_as_str_list)
+
+    @field_validator("session", mode="before")
+    @classmethod
+    def _stringify(cls, value: Any) -> str:
+        return "" if value is None else str(value)
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _non_empty_id(cls, value: Any) -> str:
+        text = "" if value is None else str(value).strip()
+        if not text:
+            raise ValueError("id is empty")
+        return text
+
+
+# ---------------------------------------------------------------- Fact <-> text
+
+
+def fact_to_metadata(fact: Fact) -> dict[str, Any]:
+    """Frontmatter mapping in :data:`KEY_ORDER`, optional keys only when set."""
+    values: dict[str, Any] = {
+        "id": fact.id,
+        "category": fact.category.value,
+        "created": fact.created,
+        "updated": fact.updated,
+        "source": fact.source.value,
+        "confidence": round(fact.confidence, 3),
+        "confidenceTier": fact.confidence_tier.value,
+        "importance": round(fact.importance, 3),
+        "memoryKind": fact.memory_kind.value,
+        "status": fact.status.value,
+        "lifecycleState": fact.lifecycle_state.value,
+        "verificationState": fact.verification_state.value,
+        "policyClass": fact.policy_class.value,
+        "tags": list(fact.tags),
+        "entities": list(fact.entities),
+        "session": fact.session,
+        "sourceTurnIds": list(fact.source_turn_ids),
+        "boxId": fact.box_id,
+        "expiresAt": fact.expires_at,
+        "validAt": fact.valid_at,
+        "confirmations": fact.confirmations or None,
+        "lastConfirmed": fact.last_confirmed,
+        "accessCount": fact.access_count or None,
+        "supersedes": list(fact.supersedes) or None,
+        "supersededBy": fact.superseded_by,
+        "mergedFrom": list(fact.merged_from) or None,
+        "statusHistory": [
+            {
+                "at": change.at,
+                "from": change.from_status.value,
+                "to": change.to_status.value,
+                "reason": change.reason,
+                "by": change.by,
+            }
+            for change in fact.status_history
+        ]
+        or None,
+        "heatScore": None if fact.heat_score is None else round(fact.heat_score, 3),
+        "decayScore": None if fact.decay_score is None else round(fact.decay_score, 3),
+        "tier": fact.tier,
+    }
+    ordered = {key: values[key] for key in KEY_ORDER if values.get(key) is not None}
+    # Required keys are always present, even when empty (tags: [] reads better than nothing).
+    for key in ("tags", "entities", "session", "sourceTurnIds"):
+        ordered.setdefault(key, values[key])
+    ordered = {key: ordered[key] for key in KEY_ORDER if key in ordered}
+    for key in sorted(fact.extra):
+        if key not in ordered:
+            ordered[key] = fact.extra[key]
+    return ordered
+
+
+def render_fact(fact: Fact) -> str:
+    """The exact bytes of a fact file (as text)."""
+    header = yaml.dump(
+        fact_to_metadata(fact),
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=10_000,
+    )
+    body = fact.content.strip()
+    return f"---\n{header}---\n\n{body}\n"
+
+
+def parse_fact(text: str, *, path: str = "<memory>") -> Fact:
+    """Parse a fact file. Raises :class:`MemoryFileError` with a readable reason."""
+    metadata, body = _load(text.removeprefix("\ufeff"), path)  # editors may add a BOM
+    try:
+        meta = _Frontmatter.model_validate(metadata)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()[:3]
+        )
+        raise MemoryFileError(path, f"invalid frontmatter: {problems}") from exc
+    # python-frontmatter folds CRLF once; a lone or doubled CR would fold one step further
+    # on every rewrite, so all line breaks become LF here and a rewrite is a fixed point.
+    content = body.replace("\r\n", "\n").replace("\r", "\n").strip()
+    if not content:
+        raise MemoryFileError(path, "empty body (the fact's statement is missing)")
+    extra = {k: v for k, v in (meta.model_extra or {}).items() if k not in KEY_ORDER}
+    return Fact(
+        id=meta.id,
+        category=meta.category,
+        created=meta.created,
+        updated=meta.updated or meta.created,
+        source=meta.source,
+        confidence=meta.confidence,
+        confidence_tier=meta.confidenceTier or confidence_tier(meta.confidence),
+        importance=meta.importance,
+        memory_kind=meta.memoryKind,
+        content=content,
+        session=meta.session,
+        source_turn_ids=tuple(meta.sourceTurnIds),
+        status=meta.status,
+        lifecycle_state=meta.lifecycleState,
+        verification_state=meta.verificationState,
+        policy_class=meta.policyClass,
+        tags=tuple(meta.tags),
+        entities=tuple(meta.entities),
+        box_id=meta.boxId,
+        expires_at=meta.expiresAt,
+        valid_at=meta.validAt,
+        confirmations=meta.confirmations,
+        last_confirmed=meta.lastConfirmed,
+        access_count=meta.accessCount,
+        supersedes=tuple(meta.supersedes),
+        superseded_by=meta.supersededBy,
+        merged_from=tuple(meta.mergedFrom),
+        status_history=tuple(
+            StatusChange(
+                at=h.at, from_status=h.from_status, to_status=h.to_status, reason=h.reason, by=h.by
+            )
+            for h in meta.statusHistory
+        ),
+        heat_score=meta.heatScore,
+        decay_score=meta.decayScore,
+        tier=meta.tier,
+        content_hash=content_hash(content),
+        extra=extra,
+    )
+
+
+_YAML = frontmatter.YAMLHandler()
+
+# Frontmatter we write is flat: scalars, short lists, a list of small mappings. These limits
+# sit far above that and bound what a broken or hostile file can cost: YAML anchors that
+# expand exponentially when walked ("billion laughs") and nesting thousands deep.
+MAX_FRONTMATTER_NODES = 20_000
+MAX_FRONTMATTER_DEPTH = 16
+
+
+def _load(text: str, path: str) -> tuple[dict[str, Any], str]:
+    """The YAML mapping and the body of a fact file, or a MemoryFileError saying why not."""
+    # Only YAML between '---' lines at the very top is frontmatter. python-frontmatter would
+    # also take JSON ("{") or TOML ("+++") headers, and its splitter alone ignores whatever
+    # precedes the first '---'.
+    if not _YAML.detect(text.strip()):
+        raise MemoryFileError(path, "no frontmatter block (expected '---' lines around YAML)")
+    try:
+        metadata, body = frontmatter.parse(text, handler=_YAML)
+    except RecursionError as exc:
+        raise MemoryFileError(path, "frontmatter is nested too deeply") from exc
+    except Exception as exc:
+        # PyYAML's constructors raise more than YAMLError on odd input (AttributeError for a
+        # malformed timestamp, OverflowError for a date out of range, ValueError for a bad
+        # offset); whatever it is, the file is unreadable, not the program broken.
+        reason = f"frontmatter is not valid YAML ({_yaml_problem(exc)})"
+        raise MemoryFileError(path, reason) from exc
+    if not metadata:
+        raise MemoryFileError(path, "no frontmatter block (expected '---' lines around YAML)")
+    if not all(isinstance(key, str) for key in metadata):
+        raise MemoryFileError(path, "invalid frontmatter: every key must be text")
+    problem = _shape_problem(metadata)
+    if problem:
+        raise MemoryFileError(path, f"invalid frontmatter: {problem}")
+    if _SURROGATE.search(body):
+        # Only reachable through parse_fact(str): such a fact could never be written back.
+        raise MemoryFileError(path, "the body holds a lone surrogate (not encodable text)")
+    return metadata, body
+
+
+def _shape_problem(metadata: dict[str, Any]) -> str | None:
+    """Why the loaded YAML is too large, too deep or not writable as UTF-8; None if fine.
+
+    The walk counts every visit, so a shared (aliased) node counts once per reference, just
+    as str() or a rewrite would expand it; it stops as soon as the budget is spent.
+    """
+    budget = MAX_FRONTMATTER_NODES
+    stack: list[tuple[Any, int]] = [(metadata, 0)]
+    while stack:
+        value, depth = stack.pop()
+        budget -= 1
+        if budget < 0:
+            return f"more than {MAX_FRONTMATTER_NODES} values (YAML aliases expanding?)"
+        if depth > MAX_FRONTMATTER_DEPTH:
+            return f"nested deeper than {MAX_FRONTMATTER_DEPTH} levels"
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                return "a lone surrogate escape (\\uD800-\\uDFFF) is not text"
+        elif isinstance(value, dict):
+            stack.extend((item, depth + 1) for pair in value.items() for item in pair)
+        elif isinstance(value, list | tuple | set | frozenset):
+            stack.extend((item, depth + 1) for item in value)
+    return None
+
+
+def read_fact(path: Path) -> Fact:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise MemoryFileError(str(path), f"cannot read: {exc.strerror}") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MemoryFileError(str(path), f"not UTF-8 (byte {exc.start})") from exc
+    return parse_fact(text, path=str(path))
+
+
+def write_fact(path: Path, fact: Fact, *, fsync: bool = True) -> bool:
+    """Write atomically. Returns False (and writes nothing) when the bytes would not change."""
+    text = render_fact(fact)
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return False
+    except (OSError, UnicodeDecodeError):
+        pass
+    atomic_write_text(path, text, fsync=fsync)
+    return True
+
+
+def _yaml_problem(exc: Exception) -> str:
+    """What went wrong, in one line: PyYAML's `problem` ("found undefined alias"), not its
+    `context` ("while scanning..."), which is all the first line of str(exc) would say."""
+    problem = getattr(exc, "problem", None)
+    if isinstance(problem, str) and problem.strip():
+        if "nesting depth" in problem:
+            # libyaml (PyYAML >= 6.0.4) stops deep nesting itself; name it as RecursionError is.
+            return "nested too deeply"
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        return problem.strip().splitlines()[0] + where
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

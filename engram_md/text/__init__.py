@@ -1,0 +1,1 @@
+"""Reading text: words, sentences, dates, the signal scan, normalized hashes and embeddings."""
