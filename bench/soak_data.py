@@ -376,7 +376,7 @@ def consistency_problems(cfg: Config) -> tuple[list[str], str]:
         report = doctor.examine(cfg)
         checker = "doctor+bench"
         problems += [f"doctor {p.kind}: {p.subject}: {p.detail}" for p in report.problems]
-    problems += bench_checks(MemoryLayout(cfg.memory_dir, cfg.state_dir))
+    problems += bench_checks(cfg.layout)
     return problems, checker
 
 

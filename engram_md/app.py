@@ -1,8 +1,11 @@
-"""Wiring: turn a Config into the real, opened parts of one memory folder.
+"""The composition root: turn a Config into the real, opened parts of one memory folder.
 
-The CLI and the daemon call :func:`open_engine`; tests call it too, or build a Pipeline from
-fakes directly. Nothing else constructs the real stages, so the choice of extractor,
-embedder and index is made in one place.
+Every command gets its parts here and nowhere else: :func:`open_writer` (the lock, a sweep of
+interrupted writes, the store, the embedder, the index kept true to the folder, LLM usage) and
+:func:`open_reader` (the same without the lock, for recall, a dry run, doctor's checks). The
+daemon's engine (:func:`open_engine`) is a writer plus the pipeline and its run loop. Tests
+call these too, or build a Pipeline from fakes directly. So the choice of extractor, embedder,
+judge and index is made in one place, and nothing below this module opens a lock or an index.
 """
 
 from __future__ import annotations
@@ -11,12 +14,13 @@ import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
+from .consolidate.judge import LLMJudge
+from .consolidate.run import DaemonConsolidation
 from .core.atomic import sweep_temp_files
 from .core.config import Config
-from .core.errors import LockError
+from .core.errors import IndexError_, LockError
 from .core.lock import WriterLock
 from .core.paths import MemoryLayout
 from .core.statefile import load_json, save_json
@@ -26,12 +30,19 @@ from .extract.llm_extractor import LLMExtractor, Usage
 from .extract.offline_extractor import OfflineExtractor
 from .extract.speakers import SpeakerBook
 from .index.indexer import Indexer
+from .index.memwatch import MemoryWatcher
+from .index.opened import FolderParts
 from .index.table import MemoryIndex
 from .ingest.daemon import Runner
 from .ingest.journal import Journal
 from .ingest.pipeline import Pipeline
 from .ingest.sources import CursorStore
+from .organize.graph import GraphStore, load_adjacency
 from .organize.structure import Structure
+from .recall.recaller import Recaller
+from .recall.server import RecallServer
+from .store.access import AccessLog
+from .store.dedup import HashIndex
 from .store.fact_store import MemoryStore
 from .text.embeddings import Embedder, make_embedder
 from .text.signals import SignalScanner
@@ -46,13 +57,210 @@ log = logging.getLogger(__name__)
 HELD_INDEX_WRITE_SECONDS = 5.0
 
 
-def layout_for(cfg: Config) -> MemoryLayout:
-    return MemoryLayout(cfg.memory_dir, cfg.state_dir)
+def open_embedder(cfg: Config, layout: MemoryLayout, *, cache: bool = True) -> Embedder:
+    """The configured embedder; ``cache=False`` for a caller that must write nothing."""
+    return make_embedder(cfg.embedding, layout.embedding_cache_dir if cache else None)
+
+
+def open_judge(cfg: Config, usage: Usage | None = None) -> LLMJudge | None:
+    """The LLM judge consolidation asks about hard cases, or None offline."""
+    return LLMJudge(cfg.llm, usage) if cfg.llm.enabled else None
+
+
+# ---------------------------------------------------------------- writer and reader
+
+
+def _take_writer_lock(layout: MemoryLayout) -> WriterLock:
+    lock = WriterLock(layout.lock_path, memory_dir=layout.memory_dir)
+    # Waits out a recall that holds the lock for a moment (see open_reader); a running daemon
+    # holds it for good and is still refused, only a little later.
+    lock.acquire()
+    return lock
+
+
+def _open_writer_parts(
+    cfg: Config,
+    *,
+    embedder: Embedder | None,
+    with_index: bool,
+    reconcile: bool,
+    rebuild_missing: bool,
+) -> FolderParts:
+    layout = cfg.layout
+    layout.ensure()
+    lock = _take_writer_lock(layout)
+    try:
+        # A kill -9 between a temp write and its rename leaves the temp file: ours to clear.
+        swept = sweep_temp_files(layout.memory_dir) + sweep_temp_files(layout.state_dir)
+        if swept:
+            log.info("removed %d temp file(s) an interrupted run left behind", swept)
+        store = MemoryStore.open(layout, rebuild_missing=rebuild_missing)
+        usage = Usage.from_dict(load_json(layout.usage_path, {}))
+        indexer: Indexer | None = None
+        if with_index:
+            embedder = embedder or open_embedder(cfg, layout)
+            indexer = Indexer.open(cfg, layout, store, embedder, reconcile=reconcile)
+        return FolderParts(
+            cfg,
+            layout,
+            store,
+            embedder,
+            indexer.index if indexer is not None else None,
+            indexer,
+            usage,
+            lock,
+        )
+    except BaseException:
+        lock.release()
+        raise
+
+
+def _close_writer_parts(parts: FolderParts) -> None:
+    try:
+        save_json(parts.layout.usage_path, parts.usage.to_dict(), fsync=False)
+        if parts.indexer is not None:
+            parts.indexer.close()
+    finally:
+        if parts.lock is not None:
+            parts.lock.release()
+
+
+@contextmanager
+def open_writer(
+    cfg: Config,
+    *,
+    embedder: Embedder | None = None,
+    with_index: bool = True,
+    reconcile: bool = True,
+    rebuild_missing: bool = True,
+) -> Iterator[FolderParts]:
+    """The folder opened for writing, for as long as the block runs.
+
+    Takes the writer lock (:class:`LockError` while the daemon or another writer holds it),
+    clears temp files an interrupted write left, opens the store and, ``with_index``, the index
+    reconciled with the folder (``reconcile=False``: the caller is about to rebuild or repair
+    it). On leaving, held index writes are committed, LLM usage saved, the lock released.
+    """
+    parts = _open_writer_parts(
+        cfg,
+        embedder=embedder,
+        with_index=with_index,
+        reconcile=reconcile,
+        rebuild_missing=rebuild_missing,
+    )
+    try:
+        yield parts
+    finally:
+        _close_writer_parts(parts)
+
+
+def _open_reader_parts(
+    cfg: Config, *, refresh_index: bool, cache_embeddings: bool, with_index: bool
+) -> FolderParts:
+    layout = cfg.layout
+    embedder = open_embedder(cfg, layout, cache=cache_embeddings)
+    hashes = HashIndex.load(layout.hashes_path) or HashIndex(layout.hashes_path, {})
+    store = MemoryStore(layout, hashes)
+    if not with_index:
+        return FolderParts(cfg, layout, store, embedder, None)
+    if refresh_index:
+        layout.ensure()
+        # Only the state lock: a reader writes nothing but this state's index, and a daemon on
+        # the same memory folder with another state directory does not keep this index true.
+        lock = WriterLock(layout.lock_path)
+        try:
+            lock.acquire(wait_seconds=0)  # never wait: a writer holding it keeps the index true
+        except LockError:
+            pass
+        else:
+            try:
+                store = MemoryStore.open(layout)
+                indexer = Indexer.open(cfg, layout, store, embedder)
+                return FolderParts(cfg, layout, store, embedder, indexer.index)
+            finally:
+                lock.release()
+        return FolderParts(
+            cfg,
+            layout,
+            store,
+            embedder,
+            MemoryIndex.open(layout.index_dir, embedder, may_rebuild=False),
+        )
+    # The index as it stands, or none: this reader must not create, drop or rebuild a table.
+    index = None
+    if layout.index_dir.is_dir():
+        try:
+            index = MemoryIndex.open(layout.index_dir, embedder, may_rebuild=False)
+        except IndexError_ as exc:
+            log.info("reading without the search index: %s", exc)
+    return FolderParts(cfg, layout, store, embedder, index)
+
+
+@contextmanager
+def open_reader(
+    cfg: Config,
+    *,
+    refresh_index: bool = False,
+    cache_embeddings: bool = True,
+    with_index: bool = True,
+) -> Iterator[FolderParts]:
+    """The folder opened for reading: no lock held, nothing in ``memory/`` written.
+
+    ``refresh_index``: when no writer holds the folder, take the lock for a moment and
+    reconcile the index with the folder first, so a hand edit made since the last run is
+    respected (what a recall with no daemon does). When a writer (the daemon) holds it, the
+    daemon keeps the index true; we only read, and an index built for another embedding model
+    is refused rather than rebuilt (that would wipe the table the writer fills). The lock is
+    only tried, never waited for: a reader does not queue behind writers.
+
+    Without ``refresh_index`` the index is opened as it stands, or is None when there is none
+    a reader can use. ``cache_embeddings=False`` for a caller that must write nothing at all.
+    """
+    yield _open_reader_parts(
+        cfg,
+        refresh_index=refresh_index,
+        cache_embeddings=cache_embeddings,
+        with_index=with_index,
+    )
+
+
+def make_recaller(parts: FolderParts) -> Recaller:
+    """Recall over opened parts (the in-process path; the daemon serves its own)."""
+    if parts.index is None or parts.embedder is None:
+        raise IndexError_(f"no search index at {parts.layout.index_dir}: run `engram-md reindex`")
+    graph = None
+    if parts.cfg.graph.enabled:
+        # Read once: an in-process recall is short, and the daemon serves the live graph.
+        adjacency = load_adjacency(parts.layout.graphs_dir)
+        graph = lambda: adjacency  # noqa: E731
+    return Recaller(
+        parts.index,
+        parts.embedder,
+        AccessLog(parts.layout.access_path),
+        parts.cfg.recall,
+        graph=graph,
+        graph_cfg=parts.cfg.graph,
+    )
+
+
+class RecallSession:
+    """In-process recall over one memory folder (what `recall` does when no daemon runs):
+    a reader that refreshes the index first when no writer holds the folder."""
+
+    def __init__(self, cfg: Config) -> None:
+        parts = _open_reader_parts(cfg, refresh_index=True, cache_embeddings=True, with_index=True)
+        self.layout = parts.layout
+        self.embedder = parts.embedder
+        self.index = parts.index
+        self.recaller = make_recaller(parts)
+
+
+# ---------------------------------------------------------------- the daemon's engine
 
 
 @dataclass
 class Engine:
-    """The opened parts of one memory folder, for one writer."""
+    """The opened parts of one memory folder, for one writer, with its pipeline."""
 
     cfg: Config
     layout: MemoryLayout
@@ -62,21 +270,24 @@ class Engine:
     runner: Runner
     usage: Usage
     indexer: Indexer | None
-    extras: dict[str, Any] = field(default_factory=dict)
     structure: Structure | None = None
 
     def close(self) -> None:
         try:
             self.pipeline.close()
-            save_json(self.layout.usage_path, self.usage.to_dict(), fsync=False)
-            if self.indexer is not None:
-                self.indexer.close()
         finally:
-            self.lock.release()
-
-
-def open_embedder(cfg: Config, layout: MemoryLayout) -> Embedder:
-    return make_embedder(cfg.embedding, layout.embedding_cache_dir)
+            _close_writer_parts(
+                FolderParts(
+                    self.cfg,
+                    self.layout,
+                    self.store,
+                    None,
+                    None,
+                    self.indexer,
+                    self.usage,
+                    self.lock,
+                )
+            )
 
 
 def open_engine(
@@ -86,33 +297,23 @@ def open_engine(
     embedder: Embedder | None = None,
     with_index: bool = True,
 ) -> Engine:
-    layout = layout_for(cfg)
-    layout.ensure()
-    lock = WriterLock(layout.lock_path, memory_dir=layout.memory_dir)
-    # Waits out a recall that holds the lock for a moment (see RecallSession); a running
-    # daemon holds it for good and is still refused, only a little later.
-    lock.acquire()
+    parts = _open_writer_parts(
+        cfg, embedder=embedder, with_index=with_index, reconcile=True, rebuild_missing=True
+    )
+    assert parts.lock is not None
     try:
-        # A kill -9 between a temp write and its rename leaves the temp file: ours to clear.
-        swept = sweep_temp_files(layout.memory_dir) + sweep_temp_files(layout.state_dir)
-        if swept:
-            log.info("removed %d temp file(s) an interrupted run left behind", swept)
-        store = MemoryStore.open(layout)
-        usage = Usage.from_dict(load_json(layout.usage_path, {}))
+        layout, store, indexer = parts.layout, parts.store, parts.indexer
         scanner = SignalScanner(cfg.signals)
-        indexer: Indexer | None = None
-        if with_index:
-            embedder = embedder or open_embedder(cfg, layout)
-            indexer = Indexer.open(cfg, layout, store, embedder)
+        if indexer is not None:
             indexer.index.hold_writes(HELD_INDEX_WRITE_SECONDS)
         if extractor is None:
             if cfg.llm.enabled:
-                extractor = LLMExtractor(cfg.llm, usage)
+                extractor = LLMExtractor(cfg.llm, parts.usage)
             else:
                 extractor = OfflineExtractor(
                     cfg.offline,
                     scanner,
-                    embedder,
+                    parts.embedder,
                     existing_centroid=indexer.centroid if indexer is not None else lambda: None,
                 )
         speakers = SpeakerBook.from_dict(load_json(layout.speakers_path, {}))
@@ -137,74 +338,26 @@ def open_engine(
             sleep=time.sleep,
         )
         if cfg.consolidate.every_extractions > 0:
-            from .consolidate.run import DaemonConsolidation
-
-            judge = None
-            if cfg.llm.enabled:
-                from .consolidate.judge import LLMJudge
-
-                judge = LLMJudge(cfg.llm, usage)
             graph = structure.graph if structure is not None else None
             pipeline.on_extraction = DaemonConsolidation(
-                cfg, layout, store, indexer, judge=judge, graph=graph
+                cfg, layout, store, indexer, judge=open_judge(cfg, parts.usage), graph=graph
             )
         pipeline.start()
         runner = Runner(pipeline, CursorStore(layout.cursors_path))
         return Engine(
-            cfg, layout, lock, store, pipeline, runner, usage, indexer, structure=structure
+            cfg,
+            layout,
+            parts.lock,
+            store,
+            pipeline,
+            runner,
+            parts.usage,
+            indexer,
+            structure=structure,
         )
     except BaseException:
-        lock.release()
+        parts.lock.release()
         raise
-
-
-class RecallSession:
-    """In-process recall over one memory folder (what `recall` does when no daemon runs).
-
-    When no writer holds the folder, the session takes the lock for a moment and reconciles
-    the index with the folder first, so a hand edit made since the last run is respected.
-    When a writer (the daemon) holds it, the daemon keeps the index true; we only read, and
-    an index built for another embedding model is refused rather than rebuilt (that would wipe
-    the table the writer fills). The lock is only tried, never waited for: a reader does not
-    queue behind writers, and writers starting meanwhile wait the moment out.
-    """
-
-    def __init__(self, cfg: Config) -> None:
-        from .recall.recaller import Recaller
-        from .store.access import AccessLog
-
-        self.layout = layout_for(cfg)
-        self.layout.ensure()
-        self.embedder = open_embedder(cfg, self.layout)
-        # Only the state lock: the session writes nothing but this state's index, and a daemon
-        # on the same memory folder with another state directory does not keep this index true.
-        lock = WriterLock(self.layout.lock_path)
-        try:
-            lock.acquire(wait_seconds=0)  # never wait: a writer holding it keeps the index true
-        except LockError:
-            self.index = MemoryIndex.open(self.layout.index_dir, self.embedder, may_rebuild=False)
-        else:
-            try:
-                store = MemoryStore.open(self.layout)
-                indexer = Indexer.open(cfg, self.layout, store, self.embedder)
-                self.index = indexer.index
-            finally:
-                lock.release()
-        graph = None
-        if cfg.graph.enabled:
-            from .organize.graph import load_adjacency
-
-            # Read once: a recall session is short, and the daemon serves the live graph.
-            adjacency = load_adjacency(self.layout.graphs_dir)
-            graph = lambda: adjacency  # noqa: E731
-        self.recaller = Recaller(
-            self.index,
-            self.embedder,
-            AccessLog(self.layout.access_path),
-            cfg.recall,
-            graph=graph,
-            graph_cfg=cfg.graph,
-        )
 
 
 @contextmanager
@@ -214,11 +367,6 @@ def serving(engine: Engine) -> Iterator[None]:
     The recall server shares the daemon's open model and index (the fast path); the memory
     watcher feeds hand edits, deletions and git checkouts into the index as they happen.
     """
-    from .index.memwatch import MemoryWatcher
-    from .recall.recaller import Recaller
-    from .recall.server import RecallServer
-    from .store.access import AccessLog
-
     if engine.indexer is None:
         yield
         return
@@ -252,3 +400,8 @@ def serving(engine: Engine) -> Iterator[None]:
             watcher.stop()
     finally:
         server.stop()
+
+
+def graph_store(cfg: Config) -> GraphStore | None:
+    """The folder's graph store for a writer outside the daemon, or None when disabled."""
+    return GraphStore(cfg.layout.graphs_dir, cfg.graph) if cfg.graph.enabled else None

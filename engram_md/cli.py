@@ -6,17 +6,33 @@ only genuine bugs show a traceback.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
+from .core.allocator import limit_arenas, route_arrow_to_malloc
 from .core.config import Config, load_config
-from .core.errors import EngramError, LockError
+from .core.errors import EngramError, LockError, RecallServerError
+from .ingest.sources import stdin_binary
+from .maintain.history import fact_history, render_history
+from .maintain.status import collect_status
+from .organize.traces import load_traces, trace_to_json
+from .recall.server import RecallClient, find_daemon
+
+# The composition root (app) and the commands over an opened folder (consolidation, doctor,
+# forget) import LanceDB, onnxruntime and openai: 1.6 s of start-up on these machines
+# (python -X importtime). Commands that open no index (status, history, traces, --help) must
+# not pay it, so those modules are imported inside the commands that use them. That is the one
+# exception to imports at the top of a module, and this is the only module that makes it.
 
 app = typer.Typer(
     add_completion=False,
@@ -92,12 +108,9 @@ def run(
     ] = None,
 ) -> None:
     """The daemon: read turns from stdin and/or watched transcripts, remember what matters."""
-    from .core.allocator import limit_arenas, route_arrow_to_malloc
-
     limit_arenas()  # before the native thread pools start (see allocator.py)
     route_arrow_to_malloc()
-    from .app import open_engine, serving
-    from .ingest.sources import stdin_binary
+    from .app import open_engine, serving  # start-up cost: see the top of this module
 
     watch = watch or []
     use_stdin = stdin if stdin is not None else not watch
@@ -120,7 +133,7 @@ def ingest(
     files: Annotated[list[Path], typer.Argument(help="Transcript files to read once.")],
 ) -> None:
     """Run the pipeline once over transcript files, flushing at the end."""
-    from .app import open_engine
+    from .app import open_engine  # start-up cost: see the top of this module
 
     try:
         engine = open_engine(_config())
@@ -162,10 +175,6 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Counts by category and status, buffer depth, last extraction, LLM usage."""
-    import json
-
-    from .maintain.status import collect_status
-
     try:
         report = collect_status(_config())
     except EngramError as exc:
@@ -210,21 +219,16 @@ class _Answerer:
     """Answers recall queries through the daemon when it runs, in-process otherwise."""
 
     def __init__(self, cfg: Config, *, use_daemon: bool) -> None:
-        from .core.paths import MemoryLayout
-        from .recall.server import RecallClient, find_daemon
-
         self.cfg = cfg
         self._client: RecallClient | None = None
         self._session: Any = None
         if use_daemon:
-            layout = MemoryLayout(cfg.memory_dir, cfg.state_dir)
+            layout = cfg.layout
             endpoint = find_daemon(layout.daemon_endpoint_path)
             if endpoint is not None:
                 self._client = RecallClient(endpoint)
 
     def ask(self, query: str, **options: Any) -> dict[str, Any]:
-        from .core.errors import RecallServerError
-
         if self._client is not None:
             try:
                 return self._client.recall(query, **options)
@@ -232,7 +236,7 @@ class _Answerer:
                 err.print(f"engram-md: daemon recall failed ({exc}); answering in-process")
                 self._client = None
         if self._session is None:
-            from .app import RecallSession
+            from .app import RecallSession  # start-up cost: see the top of this module
 
             self._session = RecallSession(self.cfg)
         explain = bool(options.pop("explain", False))
@@ -261,8 +265,6 @@ def recall(
     ] = False,
 ) -> None:
     """The memories that matter for QUERY, as a <memory> block (or JSON)."""
-    import json
-
     try:
         answerer = _Answerer(_config(), use_daemon=not no_daemon)
         queries = (line.rstrip("\n") for line in sys.stdin) if query == "-" else iter([query])
@@ -294,8 +296,6 @@ def explain(
     limit: Annotated[int, typer.Option("--limit", help="Candidates to show.")] = 30,
 ) -> None:
     """Every candidate of a recall with its score parts, and why it was kept or left out."""
-    import json
-
     try:
         answer = _Answerer(_config(), use_daemon=True).ask(
             query, budget_tokens=budget, explain=True, record_access=False
@@ -346,21 +346,12 @@ def explain(
 @app.command()
 def reindex() -> None:
     """Rebuild the search index from the memory folder."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    from .app import layout_for, open_embedder
-    from .core.lock import WriterLock
-    from .index.indexer import Indexer
-    from .store.fact_store import MemoryStore
+    from .app import open_writer  # start-up cost: see the top of this module
 
     try:
-        cfg = _config()
-        layout = layout_for(cfg)
-        layout.ensure()
-        with WriterLock(layout.lock_path, memory_dir=layout.memory_dir):
-            store = MemoryStore.open(layout, rebuild_missing=False)  # rebuild() derives it
-            embedder = open_embedder(cfg, layout)
-            indexer = Indexer.open(cfg, layout, store, embedder, reconcile=False)
+        # rebuild() reads every file anyway: no reconcile first, no separate hash rebuild.
+        with open_writer(_config(), reconcile=False, rebuild_missing=False) as parts:
+            assert parts.indexer is not None
             with Progress(
                 "[progress.description]{task.description}",
                 BarColumn(),
@@ -374,7 +365,7 @@ def reindex() -> None:
                 def step(done: int, total: int) -> None:
                     progress.update(task, completed=done, total=total)
 
-                report = indexer.rebuild(progress=step)
+                report = parts.indexer.rebuild(progress=step)
     except EngramError as exc:
         raise _fail(exc) from None
     for problem in report.broken:
@@ -391,8 +382,6 @@ def reindex() -> None:
 
 def _parse_now(value: str | None) -> Any:
     """``--now`` / ENGRAM_NOW (ISO 8601, UTC if no zone) or the wall clock."""
-    from datetime import UTC, datetime
-
     if not value:
         return datetime.now(UTC)
     try:
@@ -421,13 +410,9 @@ def consolidate(
     Refused while the daemon runs (it consolidates every consolidate.every_extractions
     extractions by itself).
     """
-    import json
-    import os
-
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    from .consolidate.run import Pause, RetireLimitError, describe, open_and_consolidate, summary
-    from .core.paths import MemoryLayout
+    # start-up cost of these: see the top of this module
+    from .app import graph_store, open_judge, open_reader, open_writer
+    from .consolidate.run import Pause, RetireLimitError, consolidate_folder, describe, summary
 
     when = _parse_now(now)
     try:
@@ -446,15 +431,25 @@ def consolidate(
             def step(stage: str, done: int, total: int) -> None:
                 progress.update(task, description=stage, completed=done, total=total)
 
-            result = open_and_consolidate(
-                cfg,
-                now=when,
-                dry_run=dry_run,
-                force=force,
-                full=full,
-                progress=step,
-                pause=Pause.from_env(os.environ.get("ENGRAM_CONSOLIDATE_PAUSE")),
-            )
+            # A dry run writes nothing: no lock, the index as it stands, no embedding cache.
+            opened = open_reader(cfg, cache_embeddings=False) if dry_run else open_writer(cfg)
+            with opened as parts:
+                judge = open_judge(cfg, parts.usage)
+                try:
+                    result = consolidate_folder(
+                        parts,
+                        now=when,
+                        judge=judge,
+                        graph=None if dry_run else graph_store(cfg),
+                        dry_run=dry_run,
+                        force=force,
+                        full=full,
+                        progress=step,
+                        pause=Pause.from_env(os.environ.get("ENGRAM_CONSOLIDATE_PAUSE")),
+                    )
+                finally:
+                    if judge is not None:
+                        judge.close()
     except RetireLimitError as exc:
         err.print(f"engram-md: refused: {exc}", markup=False)
         raise typer.Exit(code=4) from None
@@ -468,7 +463,7 @@ def consolidate(
     except EngramError as exc:
         raise _fail(exc) from None
     plan = result.plan
-    layout = MemoryLayout(cfg.memory_dir, cfg.state_dir)
+    layout = cfg.layout
     changes = [describe(c, layout) for c in plan.changes]
     if as_json:
         payload = {
@@ -512,14 +507,9 @@ def history(
 ) -> None:
     """A fact's history: status changes, what it superseded or was superseded by, merges,
     confirmations and source turns."""
-    import json
-
-    from .core.paths import MemoryLayout
-    from .maintain.history import fact_history, render_history
-
     try:
         cfg = _config()
-        data = fact_history(MemoryLayout(cfg.memory_dir, cfg.state_dir), fact_id)
+        data = fact_history(cfg.layout, fact_id)
     except EngramError as exc:
         raise _fail(exc) from None
     if data is None:
@@ -539,14 +529,9 @@ def traces(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Traces (sealed memory boxes on one thread of work), most recent first, with their boxes."""
-    import json
-
-    from .core.paths import MemoryLayout
-    from .organize.traces import load_traces, trace_to_json
-
     try:
         cfg = _config()
-        found = load_traces(MemoryLayout(cfg.memory_dir, cfg.state_dir).traces_path)
+        found = load_traces(cfg.layout.traces_path)
     except EngramError as exc:
         raise _fail(exc) from None
     if as_json:
@@ -585,9 +570,7 @@ def doctor(
     Exit status 0 when all is well (or everything was repaired), 1 when problems remain.
     Checking works beside a running daemon; --repair is refused while it runs.
     """
-    import json
-
-    from .maintain.doctor import examine, problem_kinds, repair
+    from .maintain.doctor import examine, problem_kinds, repair  # start-up: see the top
 
     try:
         cfg = _config()
@@ -641,8 +624,7 @@ def forget(
     forgotten only after you confirm, or with --yes (every match shown; narrow with --limit).
     Refused while the daemon runs.
     """
-    import json
-
+    # start-up cost of these: see the top of this module
     from .maintain.forget import ForgetReport, is_known_id, looks_like_id, search
     from .maintain.forget import forget as forget_ids
 

@@ -272,11 +272,11 @@ def test_a_reader_with_another_model_leaves_the_index_alone(tmp_path: Path) -> N
 def test_recall_beside_a_writer_refuses_an_index_built_for_another_model(
     cfg: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    layout = engram_md.app.layout_for(cfg)
+    layout = cfg.layout
     built = MemoryIndex.open(layout.index_dir, HashEmbedder("model-a", 16))
     built.upsert([index_row("a", "Dana uses uv instead of pip")])
     # This shell's configuration names another model than the daemon's.
-    monkeypatch.setattr(engram_md.app, "open_embedder", lambda *_: HashEmbedder("model-b", 16))
+    monkeypatch.setattr(engram_md.app, "open_embedder", lambda *_, **__: HashEmbedder("model-b", 16))
     with WriterLock(layout.lock_path, memory_dir=layout.memory_dir):  # the daemon
         with pytest.raises(IndexError_, match="another embedding model"):
             RecallSession(cfg)

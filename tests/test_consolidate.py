@@ -43,7 +43,7 @@ NONE = Vectors(None, None)
 
 def _planted(cfg: Config, fillers: int | None = None) -> tuple[MemoryLayout, MemoryStore, Planted]:
     """The planted folder, then the store opened on it (its hash index built from the files)."""
-    layout = MemoryLayout(cfg.memory_dir, cfg.state_dir)
+    layout = cfg.layout
     planted = plant(layout) if fillers is None else plant(layout, fillers=fillers)
     return layout, MemoryStore.open(layout), planted
 
@@ -100,7 +100,7 @@ def test_contradiction_and_duplicates_end_to_end_in_process(cfg: Config) -> None
 
 
 def test_dry_run_writes_nothing_not_even_state(cfg: Config) -> None:
-    layout = MemoryLayout(cfg.memory_dir, cfg.state_dir)
+    layout = cfg.layout
     plant(layout)
     store = MemoryStore(layout, HashIndex(layout.hashes_path, {}))
     before = _snapshot(layout.memory_dir)

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from engram_md.app import layout_for
 from engram_md.cli import app
 from engram_md.consolidate.entities import plan_entities
 from engram_md.consolidate.folder_index import render_topics
@@ -119,7 +118,7 @@ def build_folder(root: Path, *, seal_open: bool = False) -> Folder:
     """A folder as the daemon leaves it: fact files, index rows, hashes, graph, boxes, traces,
     one open box (session s2, unless ``seal_open``), recall counts, a cached vector each."""
     cfg = make_cfg(root)
-    layout = layout_for(cfg)
+    layout = cfg.layout
     layout.ensure()
     store = MemoryStore.open(layout)
     emb = embedder_for(layout)

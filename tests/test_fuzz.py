@@ -1175,7 +1175,7 @@ def test_hostile_memory_files_never_show_a_traceback(
     next to them are still indexed and recalled."""
     import engram_md.app
 
-    monkeypatch.setattr(engram_md.app, "open_embedder", lambda *_: minilm)  # loaded once
+    monkeypatch.setattr(engram_md.app, "open_embedder", lambda *_, **__: minilm)  # loaded once
     memory, state = tmp_path / "memory", tmp_path / "state"
     runner = CliRunner()
 

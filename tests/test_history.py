@@ -17,7 +17,7 @@ from .consolidate_folder import NOW, Planted, make_fact, plant, write
 
 
 def _consolidated(cfg: Config) -> tuple[MemoryLayout, Planted]:
-    layout = MemoryLayout(cfg.memory_dir, cfg.state_dir)
+    layout = cfg.layout
     planted = plant(layout)
     consolidate(
         cfg, layout, MemoryStore.open(layout), now=NOW, vectors=Vectors(None, None), steps=()
@@ -57,7 +57,7 @@ def test_merge_survivor_lists_what_it_absorbed(cfg: Config) -> None:
 
 
 def test_hand_written_ids_and_missing_links(cfg: Config) -> None:
-    layout = MemoryLayout(cfg.memory_dir, cfg.state_dir)
+    layout = cfg.layout
     fact = make_fact("Dana keeps a paper notebook.", created=NOW)
     custom = fact.with_changes(id="my-own-note", superseded_by="gone-1")
     path = write(layout, custom)

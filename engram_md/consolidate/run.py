@@ -45,12 +45,13 @@ import numpy as np
 from ..core.atomic import atomic_write_text, sweep_temp_files
 from ..core.config import Config
 from ..core.crashpoints import crashpoint
-from ..core.errors import EngramError, IndexError_, MemoryFileError
+from ..core.errors import EngramError, MemoryFileError
 from ..core.models import Fact, MemoryKind, Status
 from ..core.paths import MemoryLayout
 from ..core.statefile import load_json, save_json
 from ..core.telemetry import ActionLog
 from ..index.indexer import Indexer
+from ..index.opened import FolderParts
 from ..index.table import MemoryIndex
 from ..organize.graph import GraphStore
 from ..store.fact_store import MemoryStore
@@ -878,22 +879,12 @@ def consolidate(
     return Result(plan, applied, False, report)
 
 
-def _index_as_it_stands(layout: MemoryLayout, embedder: Embedder) -> MemoryIndex | None:
-    """The index for a dry run, opened as a reader: a dry run must not create, drop or
-    rebuild it. None when there is none it can use; the plan then embeds what it needs."""
-    if not layout.index_dir.is_dir():
-        return None
-    try:
-        return MemoryIndex.open(layout.index_dir, embedder, may_rebuild=False)
-    except IndexError_ as exc:
-        log.info("dry run without the search index: %s", exc)
-        return None
-
-
-def open_and_consolidate(
-    cfg: Config,
+def consolidate_folder(
+    parts: FolderParts,
     *,
     now: datetime,
+    judge: Judge | None = None,
+    graph: GraphStore | None = None,
     dry_run: bool = False,
     force: bool = False,
     full: bool = False,
@@ -901,52 +892,24 @@ def open_and_consolidate(
     pause: Pause | None = None,
     steps: Sequence[Step] = STEPS,
 ) -> Result:
-    """What `engram-md consolidate` does: open the folder's parts, run once, close them.
+    """What `engram-md consolidate` does, over parts the composition root opened.
 
-    A real run takes the writer lock (a running daemon makes this raise LockError: it
-    consolidates on its own schedule) and reconciles the index first, so it plans from the
-    folder as it is. A dry run takes no lock and writes nothing: it reads the index as it
-    stands and embeds what the index lacks without caching it.
+    A real run gets writer parts: the lock is held (a running daemon keeps the command from
+    getting them: it consolidates on its own schedule) and the index was reconciled at open,
+    so the plan starts from the folder as it is. A dry run gets reader parts and writes
+    nothing: it reads the index as it stands and embeds what the index lacks without caching.
     """
-    from ..core.lock import WriterLock
-    from ..extract.llm_extractor import Usage
-    from ..store.dedup import HashIndex
-    from ..text.embeddings import make_embedder
-    from .judge import LLMJudge
-
-    layout = MemoryLayout(cfg.memory_dir, cfg.state_dir)
+    vectors = Vectors(parts.index, parts.embedder)
     if dry_run:
-        store = MemoryStore(layout, HashIndex(layout.hashes_path, {}))
-        embedder = make_embedder(cfg.embedding, None)
-        index = _index_as_it_stands(layout, embedder)
-        judge = LLMJudge(cfg.llm) if cfg.llm.enabled else None
-        try:
-            return consolidate(
-                cfg, layout, store, now=now, vectors=Vectors(index, embedder), judge=judge,
-                dry_run=True, full=full, steps=steps, progress=progress,
-            )  # fmt: skip
-        finally:
-            if judge is not None:
-                judge.close()
-    layout.ensure()
-    with WriterLock(layout.lock_path, memory_dir=layout.memory_dir):
-        store = MemoryStore.open(layout)
-        embedder = make_embedder(cfg.embedding, layout.embedding_cache_dir)
-        indexer = Indexer.open(cfg, layout, store, embedder)
-        usage = Usage.from_dict(load_json(layout.usage_path, {}))
-        judge = LLMJudge(cfg.llm, usage) if cfg.llm.enabled else None
-        try:
-            return consolidate(
-                cfg, layout, store, now=now, vectors=Vectors(indexer.index, embedder),
-                indexer=indexer, judge=judge, force=force, full=full, steps=steps,
-                graph=GraphStore(layout.graphs_dir, cfg.graph) if cfg.graph.enabled else None,
-                progress=progress, pause=pause,
-            )  # fmt: skip
-        finally:
-            indexer.close()
-            if judge is not None:
-                judge.close()
-                save_json(layout.usage_path, usage.to_dict(), fsync=False)
+        return consolidate(
+            parts.cfg, parts.layout, parts.store, now=now, vectors=vectors, judge=judge,
+            dry_run=True, full=full, steps=steps, progress=progress,
+        )  # fmt: skip
+    return consolidate(
+        parts.cfg, parts.layout, parts.store, now=now, vectors=vectors, indexer=parts.indexer,
+        judge=judge, force=force, full=full, steps=steps, graph=graph, progress=progress,
+        pause=pause,
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------- the daemon's schedule

@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
+from .paths import MemoryLayout
 
 
 class _Section(BaseModel):
@@ -147,6 +148,11 @@ class Config(_Section):
     traces: TraceConfig = TraceConfig()
     graph: GraphConfig = GraphConfig()
     consolidate: ConsolidateConfig = ConsolidateConfig()
+
+    @property
+    def layout(self) -> MemoryLayout:
+        """Where every file of this folder lives: the one place a layout is made from config."""
+        return MemoryLayout(self.memory_dir, self.state_dir)
 
 
 # Environment variable -> dotted config key.

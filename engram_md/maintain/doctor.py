@@ -653,7 +653,7 @@ def _mend_torn(path: Path) -> None:
 
 def examine(cfg: Config, *, embedder: Embedder | None = None) -> DoctorReport:
     """Every disagreement between the folder and what is derived from it. Read-only."""
-    layout = MemoryLayout(cfg.memory_dir, cfg.state_dir)
+    layout = cfg.layout
     active = _writer_active(layout)
     exam = _Exam(cfg, layout, embedder)
     exam.run(writer_active=active)
@@ -669,7 +669,7 @@ def repair(cfg: Config, *, embedder: Embedder | None = None) -> DoctorReport:
     Raises :class:`LockError` while the daemon (or another writer) holds the folder: it keeps
     the index, the graph and the open boxes in memory and would undo a repair.
     """
-    layout = MemoryLayout(cfg.memory_dir, cfg.state_dir)
+    layout = cfg.layout
     layout.ensure()
     lock = _take_lock(layout)
     try:

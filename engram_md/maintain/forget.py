@@ -850,7 +850,7 @@ def plan_forget(cfg: Config, ids: Sequence[str]) -> ForgetReport:
     """What forgetting ``ids`` would touch. Read-only: takes no lock, writes nothing."""
     from ..organize.graph import GraphStore
 
-    layout = MemoryLayout(cfg.memory_dir, cfg.state_dir)
+    layout = cfg.layout
     targets, missing = _targets(layout, ids)
     gone = {t.id for t in targets}
     graph = GraphStore.load(layout.graphs_dir, cfg.graph) if layout.graphs_dir.is_dir() else None
@@ -952,10 +952,9 @@ def forget(
     """
     if dry_run:
         return plan_forget(cfg, ids)
-    from ..app import layout_for
     from ..core.lock import WriterLock
 
-    layout = layout_for(cfg)
+    layout = cfg.layout
     layout.ensure()
     lock = WriterLock(layout.lock_path, memory_dir=layout.memory_dir)
     try:
@@ -1253,7 +1252,7 @@ def is_known_id(cfg: Config, text: str) -> bool:
     text = text.strip()
     if not text or any(ch.isspace() for ch in text):
         return False
-    layout = MemoryLayout(cfg.memory_dir, cfg.state_dir)
+    layout = cfg.layout
     if find_fact_files(layout, [text]):
         return True
     return any(t["id"] == text for t in read_tombstones(layout))

@@ -10,7 +10,6 @@ from typing import Any
 
 from ..core.config import Config
 from ..core.errors import MemoryFileError
-from ..core.paths import MemoryLayout
 from ..core.statefile import load_json
 from ..ingest.journal import pending_count
 from ..store.dedup import HashIndex
@@ -19,7 +18,7 @@ from ..store.factfile import read_fact
 
 
 def collect_status(cfg: Config) -> dict[str, Any]:
-    layout = MemoryLayout(cfg.memory_dir, cfg.state_dir)
+    layout = cfg.layout
     store = MemoryStore(layout, HashIndex(layout.hashes_path, {}))
     by_category: dict[str, Counter[str]] = defaultdict(Counter)
     by_kind: Counter[str] = Counter()
