@@ -428,7 +428,7 @@ def _index_problems(layout: MemoryLayout, facts: dict[str, tuple[str, str]]) -> 
     """The LanceDB table holds exactly the fact files, with their paths and hashes."""
     import lancedb
 
-    from engram_md.index.table import TABLE_NAME
+    from engram_md.index.lance import TABLE_NAME
 
     if not layout.index_dir.exists():
         return ["no search index"] if facts else []

@@ -26,7 +26,8 @@ from engram_md.cli import app
 from engram_md.core.config import Config
 from engram_md.core.errors import IndexError_
 from engram_md.core.lock import START_WAIT_SECONDS, WriterLock
-from engram_md.index.table import TABLE_NAME, MemoryIndex, connect
+from engram_md.index.lance import TABLE_NAME, connect
+from engram_md.index.table import MemoryIndex
 
 from .conftest import Cli, HashEmbedder, sample
 from .rows import index_row
@@ -276,7 +277,9 @@ def test_recall_beside_a_writer_refuses_an_index_built_for_another_model(
     built = MemoryIndex.open(layout.index_dir, HashEmbedder("model-a", 16))
     built.upsert([index_row("a", "Dana uses uv instead of pip")])
     # This shell's configuration names another model than the daemon's.
-    monkeypatch.setattr(engram_md.app, "open_embedder", lambda *_, **__: HashEmbedder("model-b", 16))
+    monkeypatch.setattr(
+        engram_md.app, "open_embedder", lambda *_, **__: HashEmbedder("model-b", 16)
+    )
     with WriterLock(layout.lock_path, memory_dir=layout.memory_dir):  # the daemon
         with pytest.raises(IndexError_, match="another embedding model"):
             RecallSession(cfg)

@@ -284,7 +284,7 @@ def test_approximate_vector_search_finds_the_exact_top_hits(
 ) -> None:
     """Recall's shortlist (projected vectors, then exact re-scoring) agrees with exact search,
     follows later writes and respects the filter."""
-    import engram_md.index.table as index_module
+    import engram_md.index.resident as index_module
 
     monkeypatch.setattr(index_module, "_SHORTLIST_MIN_ROWS", 100)
     monkeypatch.setattr(index_module, "_SHORTLIST_FLOOR", 100)

@@ -18,7 +18,8 @@ import lancedb
 import pytest
 
 from engram_md.core.errors import IndexError_
-from engram_md.index.table import TABLE_NAME, UNREADABLE_DIR, MemoryIndex, search_indices_lacking
+from engram_md.index.lance import TABLE_NAME, UNREADABLE_DIR, search_indices_lacking
+from engram_md.index.table import MemoryIndex
 from engram_md.maintain.doctor import examine, repair
 
 from .conftest import Cli, HashEmbedder, clean_env

@@ -25,6 +25,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
 from ..core.atomic import is_temp_file
 from ..core.errors import EngramError
 from .indexer import Indexer, ReconcileReport
@@ -67,9 +70,6 @@ class MemoryWatcher:
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
-        from watchdog.events import FileSystemEvent, FileSystemEventHandler
-        from watchdog.observers import Observer
-
         if self._thread is not None:
             return
         self._root.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,181 @@
+"""LanceDB behind one seam: connecting with bounded caches, opening the memories table (or
+setting aside one that cannot be opened), its full-text and id indices, and the check that a
+stored table still fits the embedder and the row layout.
+
+Only this module and :mod:`.table` know LanceDB exists; only this one imports it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+# LanceDB logs deprecation notices and routine events as warnings on stderr, which would
+# end up in CLI output; real failures reach us as exceptions. Must be set before the import.
+os.environ.setdefault("LANCEDB_LOG", "error")
+
+import lancedb  # noqa: E402
+from lancedb.index import FTS, BTree  # noqa: E402
+from lancedb.query import FullTextOperator, MatchQuery  # noqa: E402
+
+from ..core.errors import IndexError_  # noqa: E402
+from .rows import COLUMNS, META_DIM, META_MODEL, META_SCHEMA, SCHEMA_VERSION  # noqa: E402
+
+log = logging.getLogger(__name__)
+
+
+TABLE_NAME = "memories"
+
+
+# Where a table that cannot be opened is moved before a new one is built: kept (the newest
+# one only) so what went wrong can still be looked at, and outside LanceDB's table listing.
+UNREADABLE_DIR = "unreadable"
+
+
+# What LanceDB raises when a table's files cannot be read as a table (a kill -9 while it was
+# being created, a damaged manifest).
+UNOPENABLE_TABLE = (ValueError, RuntimeError, OSError)
+
+
+# LanceDB caches index and table metadata per version and, by default, lets the caches grow
+# to gigabytes; a writer makes new versions all the time, so the caches fill with versions it
+# will never read again and its memory grows with its input. Text search over 100k rows is
+# as fast with a 16 MB index cache as with 128 MB (p50 5 ms, p95 6-8 ms; 4 MB doubles p95).
+_INDEX_CACHE_BYTES = 32 << 20
+
+
+_METADATA_CACHE_BYTES = 16 << 20
+
+
+_FTS_INDEX = "content_idx"
+
+
+_ID_INDEX = "id_idx"
+
+
+def connect(path: Path) -> Any:
+    """A LanceDB connection whose caches are bounded (see _INDEX_CACHE_BYTES)."""
+    session = lancedb.Session(
+        index_cache_size_bytes=_INDEX_CACHE_BYTES,
+        metadata_cache_size_bytes=_METADATA_CACHE_BYTES,
+    )
+    return lancedb.connect(str(path), session=session)
+
+
+def stored_table(
+    db: Any, path: Path, model_id: str, dim: int, *, may_rebuild: bool
+) -> tuple[Any | None, str | None]:
+    """The stored table and why it must be rebuilt: (table, None) when it can be used as it
+    is, (None, reason) when a new, empty one is needed. Only a writer (``may_rebuild``) may
+    drop or move a table; a reader gets :class:`IndexError_` instead."""
+    if TABLE_NAME not in db.list_tables().tables:
+        if not may_rebuild:
+            raise IndexError_(
+                f"there is no search index at {path} yet: the process writing to the "
+                "memory folder creates it; try again in a moment"
+            )
+        return None, "new index"
+    try:
+        table = db.open_table(TABLE_NAME)
+    except UNOPENABLE_TABLE as exc:
+        if not may_rebuild:
+            raise IndexError_(
+                f"the search index at {path} cannot be opened ({exc}): if the daemon is "
+                "starting, try again in a moment; otherwise the daemon rebuilds it when it "
+                "starts, or stop it and run `engram-md doctor --repair`"
+            ) from exc
+        kept = set_aside(path)
+        log.warning(
+            "the search index could not be opened (%s); moved it to %s and building a new "
+            "one from the memory folder",
+            exc,
+            kept,
+        )
+        return None, f"the stored index could not be opened ({exc})"
+    reason = layout_mismatch(table.schema, model_id, dim)
+    if reason is None:
+        return table, None
+    if not may_rebuild:
+        raise IndexError_(
+            f"the search index at {path} was built with another embedding model "
+            f"or layout ({reason}); only the writer may rebuild it: use the "
+            "daemon's configuration, or stop the daemon and run `engram-md reindex`"
+        )
+    db.drop_table(TABLE_NAME)
+    return None, reason
+
+
+def set_aside(path: Path) -> Path:
+    """Move the unopenable table under ``path/unreadable/``, replacing one moved earlier."""
+    aside = path / UNREADABLE_DIR
+    shutil.rmtree(aside, ignore_errors=True)
+    aside.mkdir()
+    target = aside / f"{TABLE_NAME}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.lance"
+    os.replace(path / f"{TABLE_NAME}.lance", target)
+    return target
+
+
+def search_indices_lacking(table: Any) -> set[str]:
+    """Which of the table's two indices are missing: "text" and/or "id"."""
+    names = {index.name for index in table.list_indices()}
+    return {what for what, name in (("text", _FTS_INDEX), ("id", _ID_INDEX)) if name not in names}
+
+
+def ensure_search_indices(table: Any) -> None:
+    """Create the text and id indices if the table lacks them: text search refuses to run
+    without its index, and merge_insert and delete look rows up by id."""
+    lacking = search_indices_lacking(table)
+    if "text" in lacking:
+        # Created on the empty table, too, so text search works from the first row on.
+        table.create_index("content", config=fts_config(), name=_FTS_INDEX)
+    if "id" in lacking:
+        table.create_index("id", config=BTree(), name=_ID_INDEX)
+
+
+def fts_config() -> FTS:
+    # English stemming and stop words: recall queries are questions ("what does Dana
+    # prefer?"), facts are statements ("Dana prefers ..."). Positions are not stored: we
+    # never run phrase queries, and they double the index size.
+    return FTS(with_position=False, stem=True, remove_stop_words=True, ascii_folding=True)
+
+
+def fts_match(query: str) -> MatchQuery:
+    # Any word may match (OR) and BM25 ranks rows with more of them higher; no fuzziness,
+    # since a near-miss word is the vector search's job. All fields spelled out because the
+    # pydantic defaults are invisible to type checkers.
+    return MatchQuery(
+        query,
+        "content",
+        boost=1.0,
+        fuzziness=0,
+        max_expansions=50,
+        operator=FullTextOperator.OR,
+        prefix_length=0,
+        document_granularity=None,
+    )
+
+
+def layout_mismatch(schema: pa.Schema, model_id: str, dim: int) -> str | None:
+    meta = schema.metadata or {}
+    stored_model = meta.get(META_MODEL, b"").decode()
+    stored_dim = meta.get(META_DIM, b"").decode()
+    stored_schema = meta.get(META_SCHEMA, b"").decode()
+    if stored_schema != SCHEMA_VERSION or tuple(schema.names) != COLUMNS:
+        return f"row layout changed ({stored_schema or 'unknown'} -> {SCHEMA_VERSION})"
+    if stored_model != model_id:
+        return f"embedding model changed ({stored_model or 'unknown'} -> {model_id})"
+    if stored_dim != str(dim):
+        return f"embedding width changed ({stored_dim or 'unknown'} -> {dim})"
+    return None
+
+
+def create_search_indices(table: Any) -> None:
+    """Build (or rebuild over every row) both search indices: full text and id."""
+    table.create_index("content", config=fts_config(), name=_FTS_INDEX)
+    table.create_index("id", config=BTree(), name=_ID_INDEX)

@@ -1,0 +1,190 @@
+"""The row format of the search index: one memory as the index holds it, and its Arrow form.
+
+Both the LanceDB table (:mod:`.table`) and the resident copy in memory (:mod:`.resident`)
+hold rows in this layout; converting between :class:`IndexRow` values and Arrow columns
+happens here, column by column, which is much faster than building a dict per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+# Bump when the row layout changes: an index written with another layout is rebuilt.
+SCHEMA_VERSION = "1"
+
+
+META_MODEL = b"engram.model_id"
+
+
+META_DIM = b"engram.dim"
+
+
+META_SCHEMA = b"engram.schema_version"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexRow:
+    """One memory as the index holds it: what recall needs without opening the file."""
+
+    id: str
+    path: str  # relative to the memory folder, forward slashes
+    kind: str  # "fact" | "box"
+    content: str
+    category: str
+    memory_kind: str
+    status: str
+    lifecycle_state: str
+    importance: float
+    confidence: float
+    created: datetime
+    updated: datetime
+    session: str
+    source_turn_ids: tuple[str, ...]
+    entities: tuple[str, ...]
+    tags: tuple[str, ...]
+    speaker: str
+    access_count: int
+    confirmations: int
+    file_mtime_ns: int  # with content_hash: lets reconcile spot edited files cheaply
+    content_hash: str
+    vector: np.ndarray | None = None  # filled from the index's embedder when None
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A search result: cosine similarity for vector search, BM25 score for text search."""
+
+    row: IndexRow
+    score: float
+
+
+def row_schema(dim: int, model_id: str) -> pa.Schema:
+    strings = pa.list_(pa.string())
+    stamp = pa.timestamp("us", tz="UTC")
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("path", pa.string()),
+            pa.field("kind", pa.string()),
+            pa.field("content", pa.string()),
+            pa.field("category", pa.string()),
+            pa.field("memory_kind", pa.string()),
+            pa.field("status", pa.string()),
+            pa.field("lifecycle_state", pa.string()),
+            pa.field("importance", pa.float64()),
+            pa.field("confidence", pa.float64()),
+            pa.field("created", stamp),
+            pa.field("updated", stamp),
+            pa.field("session", pa.string()),
+            pa.field("source_turn_ids", strings),
+            pa.field("entities", strings),
+            pa.field("tags", strings),
+            pa.field("speaker", pa.string()),
+            pa.field("access_count", pa.int64()),
+            pa.field("confirmations", pa.int64()),
+            pa.field("file_mtime_ns", pa.int64()),
+            pa.field("content_hash", pa.string()),
+            pa.field("vector", pa.list_(pa.float32(), dim)),
+        ],
+        metadata={
+            META_MODEL: model_id.encode(),
+            META_DIM: str(dim).encode(),
+            META_SCHEMA: SCHEMA_VERSION.encode(),
+        },
+    )
+
+
+COLUMNS = tuple(row_schema(1, "").names)
+
+
+SCALAR_COLUMNS = tuple(name for name in COLUMNS if name != "vector")
+
+
+TUPLE_COLUMNS = frozenset({"source_turn_ids", "entities", "tags"})
+
+
+TIME_COLUMNS = frozenset({"created", "updated"})
+
+
+# Filters on these compare in memory (see MemoryIndex._mask).
+TEXT_COLUMNS = frozenset(
+    {"id", "path", "kind", "category", "memory_kind", "status", "lifecycle_state", "session"}
+)
+
+
+def utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def last_per_id(table: pa.Table) -> pa.Table:
+    """The rows of ``table`` with the last row for each id only (writes held back in order)."""
+    last = {row_id: i for i, row_id in enumerate(table.column("id").to_pylist())}
+    if len(last) == table.num_rows:
+        return table
+    return table.take(pa.array(sorted(last.values()), pa.int64()))
+
+
+def vector_matrix(table: pa.Table, dim: int) -> np.ndarray:
+    if table.num_rows == 0:
+        return np.zeros((0, dim), dtype=np.float32)
+    array = table.column("vector").combine_chunks()
+    return array.values.to_numpy(zero_copy_only=False).reshape(-1, dim)
+
+
+def rows_from_arrow(table: pa.Table, vectors: np.ndarray) -> list[IndexRow]:
+    """Arrow rows -> IndexRow values, column by column (much faster than row dicts)."""
+    cols = {name: table.column(name).to_pylist() for name in SCALAR_COLUMNS}
+    out = []
+    for i in range(table.num_rows):
+        out.append(
+            IndexRow(
+                id=cols["id"][i],
+                path=cols["path"][i] or "",
+                kind=cols["kind"][i] or "",
+                content=cols["content"][i] or "",
+                category=cols["category"][i] or "",
+                memory_kind=cols["memory_kind"][i] or "",
+                status=cols["status"][i] or "",
+                lifecycle_state=cols["lifecycle_state"][i] or "",
+                importance=float(cols["importance"][i] or 0.0),
+                confidence=float(cols["confidence"][i] or 0.0),
+                created=cols["created"][i],
+                updated=cols["updated"][i],
+                session=cols["session"][i] or "",
+                source_turn_ids=tuple(cols["source_turn_ids"][i] or ()),
+                entities=tuple(cols["entities"][i] or ()),
+                tags=tuple(cols["tags"][i] or ()),
+                speaker=cols["speaker"][i] or "",
+                access_count=int(cols["access_count"][i] or 0),
+                confirmations=int(cols["confirmations"][i] or 0),
+                file_mtime_ns=int(cols["file_mtime_ns"][i] or 0),
+                content_hash=cols["content_hash"][i] or "",
+                vector=vectors[i],
+            )
+        )
+    return out
+
+
+def rows_to_arrow(rows: Sequence[IndexRow], vectors: np.ndarray, schema: pa.Schema) -> pa.Table:
+    """IndexRow values and their (already normalized) vectors -> one Arrow table."""
+    columns: dict[str, list[Any]] = {name: [] for name in SCALAR_COLUMNS}
+    for row in rows:
+        for name in SCALAR_COLUMNS:
+            value = getattr(row, name)
+            if name in TUPLE_COLUMNS:
+                value = list(value)
+            elif name in TIME_COLUMNS:
+                value = utc(value)
+            columns[name].append(value)
+    arrays: list[pa.Array] = [
+        pa.array(columns[name], type=schema.field(name).type) for name in SCALAR_COLUMNS
+    ]
+    dim = schema.field("vector").type.list_size
+    arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), dim))
+    return pa.Table.from_arrays(arrays, schema=schema)
