@@ -38,8 +38,8 @@ Retriever = Callable[[str], list[Unit]]
 QuestionRetriever = Callable[[Question], list[Unit]]
 
 try:
-    from engram_md.recall.recaller import estimate_tokens as _estimate_tokens
-except ImportError:  # recall not importable: the same estimate, so figures still compare
+    from engram_md.text.words import estimate_tokens as _estimate_tokens
+except ImportError:  # engram_md not importable: the same estimate, so figures still compare
 
     def _estimate_tokens(text: str) -> int:
         return math.ceil(len(text) / 4)

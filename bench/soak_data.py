@@ -30,14 +30,11 @@ turns the fake LLM *would* extract something from but that reached neither a fac
 confirmation nor a discard — a finer check that extraction results were not dropped silently.
 
 Consistency: fact files, the hash index, the LanceDB index and the graph must agree.
-:func:`consistency_problems` uses ``engram_md.maintain.doctor.examine`` when it exists and adds its
-own
-checks, so the bench works before and after the doctor lands.
+:func:`consistency_problems` runs ``engram_md.maintain.doctor.examine`` and adds its own checks.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import re
@@ -50,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import locomo
+from engram_md.app import open_reader
 from engram_md.core.atomic import is_temp_file
 from engram_md.core.config import Config, SanitizeConfig, load_config
 from engram_md.core.errors import MemoryFileError
@@ -60,6 +58,7 @@ from engram_md.ingest.journal import turn_key
 from engram_md.ingest.sanitize import sanitize_turn
 from engram_md.ingest.seen_set import SeenSet, decode, key_digest
 from engram_md.ingest.transcripts import LineError, TranscriptReader
+from engram_md.maintain.doctor import examine
 from engram_md.store.factfile import read_fact
 from engram_md.text.hashing import content_hash
 from tests.fake_openai import FakeOpenAI, RecordedRequest, fake_extract, is_judge_prompt
@@ -365,19 +364,13 @@ def audit(
 
 def consistency_problems(cfg: Config) -> tuple[list[str], str]:
     """Disagreements between the folder, hash index, search index and graph; and which
-    checker found them (``doctor`` when ``engram_md.maintain.doctor`` exists, plus ``bench``)."""
-    problems: list[str] = []
-    checker = "bench"
-    try:
-        doctor = importlib.import_module("engram_md.maintain.doctor")
-    except ImportError:
-        doctor = None
-    if doctor is not None:
-        report = doctor.examine(cfg)
-        checker = "doctor+bench"
-        problems += [f"doctor {p.kind}: {p.subject}: {p.detail}" for p in report.problems]
+    checkers found them (``doctor`` and the bench's own)."""
+    # As `engram-md doctor` examines: no lock, the index as it stands, no embedding cache.
+    with open_reader(cfg, cache_embeddings=False) as parts:
+        report = examine(parts)
+    problems = [f"doctor {p.kind}: {p.subject}: {p.detail}" for p in report.problems]
     problems += bench_checks(cfg.layout)
-    return problems, checker
+    return problems, "doctor+bench"
 
 
 def bench_checks(layout: MemoryLayout) -> list[str]:

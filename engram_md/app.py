@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .consolidate.judge import LLMJudge
-from .consolidate.run import DaemonConsolidation
+from .consolidate.schedule import DaemonConsolidation
 from .core.atomic import sweep_temp_files
 from .core.config import Config
 from .core.errors import IndexError_, LockError
@@ -26,7 +26,8 @@ from .core.paths import MemoryLayout
 from .core.statefile import load_json, save_json
 from .core.telemetry import ActionLog
 from .extract.extractor import Extractor
-from .extract.llm_extractor import LLMExtractor, Usage
+from .extract.llm_client import LLMClient, Usage
+from .extract.llm_extractor import LLMExtractor
 from .extract.offline_extractor import OfflineExtractor
 from .extract.speakers import SpeakerBook
 from .index.indexer import Indexer
@@ -64,7 +65,7 @@ def open_embedder(cfg: Config, layout: MemoryLayout, *, cache: bool = True) -> E
 
 def open_judge(cfg: Config, usage: Usage | None = None) -> LLMJudge | None:
     """The LLM judge consolidation asks about hard cases, or None offline."""
-    return LLMJudge(cfg.llm, usage) if cfg.llm.enabled else None
+    return LLMJudge(LLMClient(cfg.llm, usage)) if cfg.llm.enabled else None
 
 
 # ---------------------------------------------------------------- writer and reader
@@ -155,10 +156,15 @@ def open_writer(
 
 
 def _open_reader_parts(
-    cfg: Config, *, refresh_index: bool, cache_embeddings: bool, with_index: bool
+    cfg: Config,
+    *,
+    refresh_index: bool,
+    cache_embeddings: bool,
+    with_index: bool,
+    embedder: Embedder | None = None,
 ) -> FolderParts:
     layout = cfg.layout
-    embedder = open_embedder(cfg, layout, cache=cache_embeddings)
+    embedder = embedder or open_embedder(cfg, layout, cache=cache_embeddings)
     hashes = HashIndex.load(layout.hashes_path) or HashIndex(layout.hashes_path, {})
     store = MemoryStore(layout, hashes)
     if not with_index:
@@ -203,6 +209,7 @@ def open_reader(
     refresh_index: bool = False,
     cache_embeddings: bool = True,
     with_index: bool = True,
+    embedder: Embedder | None = None,
 ) -> Iterator[FolderParts]:
     """The folder opened for reading: no lock held, nothing in ``memory/`` written.
 
@@ -221,6 +228,7 @@ def open_reader(
         refresh_index=refresh_index,
         cache_embeddings=cache_embeddings,
         with_index=with_index,
+        embedder=embedder,
     )
 
 
@@ -308,7 +316,7 @@ def open_engine(
             indexer.index.hold_writes(HELD_INDEX_WRITE_SECONDS)
         if extractor is None:
             if cfg.llm.enabled:
-                extractor = LLMExtractor(cfg.llm, parts.usage)
+                extractor = LLMExtractor(LLMClient(cfg.llm, parts.usage))
             else:
                 extractor = OfflineExtractor(
                     cfg.offline,

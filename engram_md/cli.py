@@ -6,6 +6,7 @@ only genuine bugs show a traceback.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -19,14 +20,18 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
+from . import __version__
 from .core.allocator import limit_arenas, route_arrow_to_malloc
 from .core.config import Config, load_config
 from .core.errors import EngramError, LockError, RecallServerError
 from .ingest.sources import stdin_binary
 from .maintain.history import fact_history, render_history
+from .maintain.problems import problem_kinds
 from .maintain.status import collect_status
+from .maintain.targets import looks_like_id
 from .organize.traces import load_traces, trace_to_json
 from .recall.server import RecallClient, find_daemon
+from .recall.wire import RecallAnswer
 
 # The composition root (app) and the commands over an opened folder (consolidation, doctor,
 # forget) import LanceDB, onnxruntime and openai: 1.6 s of start-up on these machines
@@ -63,6 +68,12 @@ def _setup_logging(verbose: bool) -> None:
     root.propagate = False
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        out.print(f"engram-md {__version__}", markup=False)
+        raise typer.Exit()
+
+
 @app.callback()
 def main_options(
     memory_dir: Annotated[
@@ -78,6 +89,12 @@ def main_options(
         typer.Option("--config", envvar="ENGRAM_CONFIG", help="YAML configuration file."),
     ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Say more.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
 ) -> None:
     _State.config_path = config
     _State.overrides = {"memory_dir": memory_dir, "state_dir": state_dir}
@@ -228,7 +245,7 @@ class _Answerer:
             if endpoint is not None:
                 self._client = RecallClient(endpoint)
 
-    def ask(self, query: str, **options: Any) -> dict[str, Any]:
+    def ask(self, query: str, **options: Any) -> RecallAnswer:
         if self._client is not None:
             try:
                 return self._client.recall(query, **options)
@@ -241,9 +258,7 @@ class _Answerer:
             self._session = RecallSession(self.cfg)
         explain = bool(options.pop("explain", False))
         result = self._session.recaller.recall(query, explain=explain, **options)
-        answer = result.explain_json() if explain else result.to_json()
-        answer["block"] = result.render()
-        return answer
+        return result.answer(explain=explain)
 
 
 @app.command()
@@ -278,11 +293,10 @@ def recall(
                 include_inactive=include_inactive or None,
                 record_access=not dry,
             )
-            block = answer.pop("block", "")
             if as_json:
-                sys.stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
+                sys.stdout.write(json.dumps(answer.to_json(), ensure_ascii=False) + "\n")
             else:
-                sys.stdout.write(block + "\n")
+                sys.stdout.write(answer.render() + "\n")
             sys.stdout.flush()
     except EngramError as exc:
         raise _fail(exc) from None
@@ -302,23 +316,23 @@ def explain(
         )
     except EngramError as exc:
         raise _fail(exc) from None
-    answer.pop("block", None)
     if as_json:
-        sys.stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps(answer.to_json(), ensure_ascii=False) + "\n")
         return
+    candidates = answer.candidates or ()
     out.print(
-        f"query: {answer['query']!r} — {len(answer['memories'])} kept, "
-        f"{answer['tokens']}/{answer['budget']} tokens, {len(answer['candidates'])} candidates"
+        f"query: {answer.query!r} — {len(answer.memories)} kept, "
+        f"{answer.tokens}/{answer.budget} tokens, {len(candidates)} candidates"
     )
-    for i, cand in enumerate(answer["candidates"][:limit], 1):
-        p = cand["parts"]
-        mark = "[green]kept[/green]" if cand["kept"] else "[dim]left out[/dim]"
-        out.print(f"#{i} {mark} score {p['score']:.3f} ({cand['status']}) {cand['path']}")
-        out.print(f"   {cand['content'][:160]}", markup=False)
+    for i, cand in enumerate(candidates[:limit], 1):
+        p = cand.parts
+        mark = "[green]kept[/green]" if cand.kept else "[dim]left out[/dim]"
+        out.print(f"#{i} {mark} score {p['score']:.3f} ({cand.status}) {cand.path}")
+        out.print(f"   {cand.content[:160]}", markup=False)
         out.print(
             f"   relevance {p['relevance']:.3f} (cosine {p['cosine']:.2f}, full-text "
             f"{p['fts_rel']:.2f}, names {p['name_match']:.2f}, dates {p['date_match']:.0f}, "
-            f"lifecycle x{p['lifecycle']:.2f}; via {'+'.join(cand['channels'])})",
+            f"lifecycle x{p['lifecycle']:.2f}; via {'+'.join(cand.channels)})",
             markup=False,
         )
         out.print(
@@ -327,17 +341,16 @@ def explain(
             f" + tier {p['tier_bias']:+.2f}; recency {p['recency']:.2f}; raw {p['raw']:.3f}",
             markup=False,
         )
-        if p.get("graph") or cand.get("graphPath"):
+        if p.get("graph") or cand.graph_path:
             steps = ", ".join(
-                f"{e['kind']} {e['source']} -> {e['target']} ({e['confidence']:.2f})"
-                for e in cand.get("graphPath", [])
+                f"{e.kind} {e.source} -> {e.target} ({e.confidence:.2f})" for e in cand.graph_path
             )
             out.print(
                 f"   graph {p['graph']:.3f} blended with own score {p['own']:.3f}"
                 + (f"; path: {steps}" if steps else " (a seed)"),
                 markup=False,
             )
-        out.print(f"   {cand['reason']}", markup=False)
+        out.print(f"   {cand.reason}", markup=False)
 
 
 # ---------------------------------------------------------------- reindex
@@ -412,7 +425,9 @@ def consolidate(
     """
     # start-up cost of these: see the top of this module
     from .app import graph_store, open_judge, open_reader, open_writer
-    from .consolidate.run import Pause, RetireLimitError, consolidate_folder, describe, summary
+    from .consolidate.apply import Pause, RetireLimitError
+    from .consolidate.report import describe, summary
+    from .consolidate.run import consolidate_folder
 
     when = _parse_now(now)
     try:
@@ -570,11 +585,25 @@ def doctor(
     Exit status 0 when all is well (or everything was repaired), 1 when problems remain.
     Checking works beside a running daemon; --repair is refused while it runs.
     """
-    from .maintain.doctor import examine, problem_kinds, repair  # start-up: see the top
+    # start-up cost of these: see the top of this module
+    from .app import open_reader, open_writer
+    from .maintain.doctor import examine, repair
 
     try:
         cfg = _config()
-        report = repair(cfg) if do_repair else examine(cfg)
+        # Checking only reads: no lock, the index as it stands, no embedding cache.
+        with open_reader(cfg, cache_embeddings=False) as parts:
+            report = examine(parts)
+        if do_repair:
+            try:
+                # The repair decides what the index and the hash index need: no reconcile
+                # and no hash rebuild on opening.
+                with open_writer(cfg, reconcile=False, rebuild_missing=False) as parts:
+                    report = repair(parts, found=report.problems)
+            except LockError as exc:
+                raise LockError(
+                    f"doctor --repair needs the memory folder to itself: {exc}"
+                ) from None
     except EngramError as exc:
         raise _fail(exc) from None
     if as_json:
@@ -625,13 +654,16 @@ def forget(
     Refused while the daemon runs.
     """
     # start-up cost of these: see the top of this module
-    from .maintain.forget import ForgetReport, is_known_id, looks_like_id, search
+    from .app import make_recaller, open_reader, open_writer
+    from .maintain.forget import ForgetReport, is_known_id, search
     from .maintain.forget import forget as forget_ids
 
     text = target.strip()
     try:
         cfg = _config()
-        if is_known_id(cfg, text):
+        with open_reader(cfg, cache_embeddings=False, with_index=False) as parts:
+            known = is_known_id(parts.store, text)
+        if known:
             ids = [text]
         elif looks_like_id(text):
             err.print(
@@ -641,7 +673,9 @@ def forget(
             )
             raise typer.Exit(code=1)
         else:
-            matches = search(cfg, text, limit)
+            # As `recall` with no daemon: the index is brought up to date with the folder first.
+            with open_reader(cfg, refresh_index=True) as parts:
+                matches = search(make_recaller(parts), text, limit)
             if not matches:
                 err.print(f"engram-md: no memory matches {text!r}", markup=False, soft_wrap=True)
                 raise typer.Exit(code=1)
@@ -666,7 +700,19 @@ def forget(
                 if not typer.confirm(f"Forget these {len(matches)} memories?", err=True):
                     raise typer.Exit(code=1)
             ids = [match.id for match in matches]
-        report: ForgetReport = forget_ids(cfg, ids, reason=reason, dry_run=dry_run)
+        # A dry run writes nothing: no lock, no index, no embedding cache. A forget works by id
+        # and path, so the index needs no reconcile first.
+        if dry_run:
+            opened = open_reader(cfg, cache_embeddings=False, with_index=False)
+        else:
+            opened = open_writer(cfg, reconcile=False)
+        try:
+            with opened as parts:
+                report: ForgetReport = forget_ids(parts, ids, reason=reason, dry_run=dry_run)
+        except LockError as exc:
+            raise LockError(
+                f"cannot forget while another process writes to the memory folder: {exc}"
+            ) from None
     except EngramError as exc:
         raise _fail(exc) from None
     if as_json:
@@ -697,8 +743,78 @@ def forget(
         raise typer.Exit(code=1)
 
 
+# Options every command takes, before or after the command's name: with a value, and flags.
+_GLOBAL_OPTIONS = frozenset({"--memory-dir", "--state-dir", "--config"})
+_GLOBAL_FLAGS = frozenset({"--verbose", "-v"})
+
+
+def global_options_first(argv: list[str]) -> list[str]:
+    """``argv`` with the global options moved in front of the command, so that
+    ``engram-md recall --memory-dir X q`` means what ``engram-md --memory-dir X recall q`` does.
+
+    Everything after a ``--`` is left alone, and so is a value that belongs to an option.
+    """
+    globals_: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest += argv[i:]
+            break
+        name = arg.split("=", 1)[0]
+        if name in _GLOBAL_OPTIONS:
+            takes_value = "=" not in arg
+            globals_ += argv[i : i + 2] if takes_value else [arg]
+            i += 2 if takes_value else 1
+            continue
+        if arg in _GLOBAL_FLAGS:
+            globals_.append(arg)
+        else:
+            rest.append(arg)
+        i += 1
+    return globals_ + rest
+
+
 def main() -> None:
-    app()
+    try:
+        app(args=global_options_first(sys.argv[1:]), prog_name="engram-md")
+    except OSError as exc:
+        # Whatever the command: a read-only folder, a full disk, a missing permission is one
+        # line that names the path and what to do, never a traceback.
+        err.print(f"engram-md: {describe_os_error(exc)}", markup=False, soft_wrap=True)
+        sys.exit(5)
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line for an OS error: what failed, on which path, and what to do about it."""
+    path = exc.filename or "the memory or state folder"
+    hints = {
+        errno.EROFS: (
+            "is on a read-only file system",
+            "mount it writable or point --memory-dir/--state-dir at a writable folder",
+        ),
+        errno.EACCES: (
+            "is not accessible (permission denied)",
+            "fix its permissions or run as its owner",
+        ),
+        errno.EPERM: (
+            "may not be changed (operation not permitted)",
+            "fix its permissions or run as its owner",
+        ),
+        errno.ENOSPC: (
+            "cannot be written: the disk is full",
+            "free some space; nothing was lost, run the command again",
+        ),
+        errno.EDQUOT: (
+            "cannot be written: the disk quota is used up",
+            "free some space; nothing was lost, run the command again",
+        ),
+        errno.ENOENT: ("does not exist", "check the path (--memory-dir, --state-dir, --config)"),
+        errno.ENOTDIR: ("is not a folder", "check the path (--memory-dir, --state-dir)"),
+    }
+    what, todo = hints.get(exc.errno or 0, (f"failed: {exc.strerror or exc}", "check the path"))
+    return f"{path} {what}; {todo}"
 
 
 if __name__ == "__main__":

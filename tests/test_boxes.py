@@ -9,7 +9,19 @@ from typing import Any
 
 from engram_md.core.config import BoxConfig
 from engram_md.core.models import Category, Fact
-from engram_md.organize.boxes import BoxBuilder, BoxMember, Seal, SealReason, Summarizer, box_id_for
+from engram_md.core.paths import MemoryLayout
+from engram_md.organize.boxes import (
+    MAX_BOX_TOPICS,
+    BoxBuilder,
+    BoxMember,
+    Seal,
+    SealReason,
+    Summarizer,
+    box_id_for,
+    member_facts,
+    ranked_topics,
+)
+from engram_md.store.factfile import write_fact
 
 from .test_topics import T0, make_fact
 
@@ -126,3 +138,48 @@ def test_summary_takes_the_most_important_statements_in_order() -> None:
     assert said.summary == "Statement 1. Statement 2. Statement 4."
     assert said.goal == "Statement 1"
     assert said.outcome == "unknown"
+
+
+def test_drop_takes_facts_out_of_the_open_boxes(tmp_path: Path) -> None:
+    layout = MemoryLayout(tmp_path / "memory", tmp_path / "state")
+    b = BoxBuilder(BoxConfig(), layout.open_box_path)
+    kept = fact(1, ("postgresql",))
+    gone = fact(2, ("postgresql", "billing"), minutes=1)
+    alone = fact(3, ("hiking",), session="s2")
+    for f in (kept, gone, alone):
+        rel = f"facts/{f.id}.md"
+        write_fact(layout.memory_dir / rel, f)  # topics are made again from the fact files
+        b.join(f, rel)
+    first = b.open_box("s1")
+    second = b.open_box("s2")
+    assert first is not None and second is not None and "billing" in first.topics
+
+    hits = b.drop({gone.id, alone.id, "fact-unknown"}, layout)
+
+    assert hits == {gone.id: first.id, alone.id: second.id}
+    box = b.open_box("s1")
+    assert box is not None and [m.id for m in box.members] == [kept.id]
+    assert "billing" not in box.topics and box.last_activity == first.last_activity
+    assert b.open_box("s2") is None  # emptied: it goes
+    again = BoxBuilder(BoxConfig(), layout.open_box_path)  # saved
+    assert again.open_boxes() == [box]
+    saved = layout.open_box_path.read_bytes()
+    assert b.drop({"fact-unknown"}, layout) == {}
+    assert layout.open_box_path.read_bytes() == saved
+
+
+def test_ranked_topics_and_member_facts(tmp_path: Path) -> None:
+    layout = MemoryLayout(tmp_path / "memory", tmp_path / "state")
+    facts = [fact(i, ("postgresql", f"one-off-{i}")) for i in range(3)]
+    topics = ranked_topics(facts)
+    assert topics == tuple(sorted(topics)) and "postgresql" in topics
+    assert len(ranked_topics(fact(i, (f"t{i:02}",)) for i in range(40))) == MAX_BOX_TOPICS
+    write_fact(layout.memory_dir / "facts/a.md", facts[0])
+    (layout.memory_dir / "facts/b.md").write_text("not a fact")
+    members = [
+        BoxMember(facts[0].id, "facts/a.md", ""),
+        BoxMember(facts[1].id, "facts/b.md", ""),
+        BoxMember(facts[2].id, "facts/missing.md", ""),
+    ]
+    found = member_facts(layout, members)
+    assert list(found) == [facts[0].id] and found[facts[0].id].content == facts[0].content

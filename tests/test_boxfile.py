@@ -9,18 +9,25 @@ import frontmatter
 import pytest
 
 from engram_md.core.errors import MemoryFileError
+from engram_md.core.models import Fact
 from engram_md.core.paths import MemoryLayout
-from engram_md.organize.boxes import Box, BoxMember
+from engram_md.organize.boxes import Box, BoxMember, Summarizer, ranked_topics
 from engram_md.organize.boxfile import (
+    add_box_members,
+    box_files,
     box_path,
     box_rel_path,
+    boxes_listing,
+    drop_box_members,
+    drop_from_boxes,
     parse_box,
     read_box,
     render_box,
     write_box,
 )
+from engram_md.store.factfile import write_fact
 
-from .test_topics import T0
+from .test_topics import T0, make_fact
 
 
 def make_box(**kw: object) -> Box:
@@ -192,3 +199,84 @@ def test_links_that_leave_the_memory_folder_are_not_members() -> None:
     box = parse_box(text, rel_path="boxes/2026-03-02/box-1.md")
     assert [(m.id, m.path) for m in box.members] == [("d", "facts/2026-03-02/d.md")]
     assert box.memory_ids == ("a", "b", "c", "d")
+
+
+# ---------------------------------------------------------------- members changed
+
+
+def _sealed(tmp_path: Path) -> tuple[MemoryLayout, Path, list[tuple[str, Fact]]]:
+    """A box file written as its seal writes it, over three fact files."""
+    lay = layout(tmp_path)
+    said = [
+        ("postgresql", "billing", "We decided to move billing to PostgreSQL."),
+        ("postgresql", "mysql", "Dana prefers PostgreSQL over MySQL."),
+        ("postgresql", "replicas", "The billing cluster has three replicas."),
+    ]
+    held: list[tuple[str, Fact]] = []
+    for i, (a, b, text) in enumerate(said):
+        fact = make_fact(
+            tags=(a, b),
+            id=f"fact-{i}",
+            created=T0 + timedelta(minutes=i),
+            content=text,
+            importance=0.5 + i / 10,
+        )
+        rel = f"facts/2026-03-02/fact-{i}.md"
+        write_fact(lay.memory_dir / rel, fact)
+        held.append((rel, fact))
+    members = tuple(BoxMember.of(fact, rel) for rel, fact in held)
+    summary = Summarizer().summarize(members)
+    box = make_box(
+        members=members,
+        memory_ids=tuple(m.id for m in members),
+        topics=ranked_topics(f for _, f in held),
+        summary=summary.summary,
+        goal=summary.goal,
+        created_at=T0,
+        sealed_at=T0 + timedelta(minutes=30),
+    )
+    path, _ = write_box(lay, box)
+    return lay, path, held
+
+
+def test_box_files_and_the_boxes_listing_some_facts(tmp_path: Path) -> None:
+    lay, path, held = _sealed(tmp_path)
+    (path.parent / f".{path.name}.tmp-1").write_text("half a box")
+    (path.parent / "box-broken.md").write_text("not a box")
+    assert box_files(lay) == sorted([path, path.parent / "box-broken.md"])
+    assert [b.id for b in boxes_listing(lay, {held[1][1].id, "other"})] == [read_box(path).id]
+    assert boxes_listing(lay, {"other"}) == []
+    assert box_files(layout(tmp_path / "empty")) == []
+
+
+def test_dropping_a_member_rewrites_the_box_and_adding_it_back_restores_it(
+    tmp_path: Path,
+) -> None:
+    lay, path, held = _sealed(tmp_path)
+    before = path.read_bytes()
+    (_, first), (rel, middle), (_, last) = held
+
+    edit = drop_box_members(lay, path, {middle.id})
+
+    assert edit is not None and edit.removed == (middle.id,) and not edit.deleted
+    box = read_box(path, lay)
+    assert edit.box is not None and edit.box.memory_ids == box.memory_ids
+    assert box.memory_ids == (first.id, last.id)
+    text = path.read_text()
+    assert middle.content not in text and "MySQL" not in text and "mysql" not in box.topics
+    assert drop_box_members(lay, path, {"other"}) is None
+
+    added = add_box_members(lay, path, [(rel, middle)])
+
+    assert added.removed == () and added.box is not None
+    assert path.read_bytes() == before  # as its seal wrote it: order, summary, topics
+
+
+def test_a_box_left_empty_is_deleted_and_unreadable_ones_are_skipped(tmp_path: Path) -> None:
+    lay, path, held = _sealed(tmp_path)
+    broken = path.parent / "box-broken.md"
+    broken.write_text("not a box")
+    box_id = read_box(path).id
+    edits = drop_from_boxes(lay, {fact.id for _, fact in held})
+    assert [(e.box_id, e.deleted, e.box) for e in edits] == [(box_id, True, None)]
+    assert not path.exists() and broken.read_text() == "not a box"

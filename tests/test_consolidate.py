@@ -13,18 +13,19 @@ from typing import Any
 
 import pytest
 
-from engram_md.consolidate.plan import Change, Context, FactMove, FactUpdate, FileWrite
-from engram_md.consolidate.run import (
-    DaemonConsolidation,
-    Pause,
-    Result,
-    RetireLimitError,
-    Vectors,
-    apply_diff,
-    combine,
-    consolidate,
+from engram_md.consolidate.apply import Pause, RetireLimitError
+from engram_md.consolidate.combine import apply_diff, combine
+from engram_md.consolidate.plan import (
+    Change,
+    Context,
+    FactMove,
+    FactUpdate,
+    FileWrite,
     retire_allowance,
 )
+from engram_md.consolidate.run import Result, consolidate
+from engram_md.consolidate.schedule import DaemonConsolidation
+from engram_md.consolidate.vectors import Vectors
 from engram_md.core.config import Config
 from engram_md.core.models import Fact, Status
 from engram_md.core.paths import MemoryLayout

@@ -11,19 +11,21 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from engram_md.app import open_writer
 from engram_md.cli import app
-from engram_md.core.errors import LockError
 from engram_md.core.lock import WriterLock
 from engram_md.core.models import Category, Fact, Source, Status
 from engram_md.index.table import IndexRow, MemoryIndex
-from engram_md.maintain.doctor import DoctorReport, Problem, examine, repair
-from engram_md.maintain.forget import drop_box_members, drop_from_open_boxes, update_traces
-from engram_md.organize.boxfile import read_box
+from engram_md.maintain.doctor import repair
+from engram_md.maintain.problems import DoctorReport, Problem
+from engram_md.organize.boxes import BoxBuilder
+from engram_md.organize.boxfile import drop_box_members, read_box
 from engram_md.organize.graph import GraphStore
+from engram_md.organize.traces import update_traces
 from engram_md.store.dedup import HashIndex
 from engram_md.store.factfile import read_fact, render_fact, write_fact
 
-from .test_forget import STATEMENTS, Folder, build_folder, make_fact
+from .test_forget import STATEMENTS, Folder, build_folder, examine_folder, make_fact
 
 DEAD_PID = 4_194_303 + 1000  # above any Linux pid_max: never a running process
 
@@ -31,6 +33,16 @@ DEAD_PID = 4_194_303 + 1000  # above any Linux pid_max: never a running process
 @pytest.fixture
 def folder(tmp_path: Path) -> Folder:
     return build_folder(tmp_path)
+
+
+def repair_folder(folder: Folder, found: DoctorReport | None = None) -> DoctorReport:
+    """A repair as the command runs it: on a writer's parts (with the folder's embedder),
+    measured against what examining found before they were opened."""
+    opened = open_writer(
+        folder.cfg, embedder=folder.embedder(), reconcile=False, rebuild_missing=False
+    )
+    with opened as parts:
+        return repair(parts, found=found.problems if found is not None else None)
 
 
 def _kinds(report: DoctorReport) -> dict[str, set[str]]:
@@ -64,13 +76,13 @@ def _manual_fact() -> Fact:
 
 
 def test_a_fresh_folder_is_healthy(folder: Folder) -> None:
-    report = examine(folder.cfg, embedder=folder.embedder())
+    report = examine_folder(folder)
     assert report.ok and report.problems == [] and not report.writer_active
     assert report.to_json()["ok"] is True
 
 
 def test_every_planted_problem_is_found_and_repaired(folder: Folder) -> None:
-    layout, cfg = folder.layout, folder.cfg
+    layout = folder.layout
     facts = [folder.fact(s[3]) for s in STATEMENTS]
     # 1. Orphan temp files in memory/ and state/.
     day = folder.paths[facts[0].id].parent
@@ -119,7 +131,7 @@ def test_every_planted_problem_is_found_and_repaired(folder: Folder) -> None:
     with open(layout.actions_path, "ab") as handle:
         handle.write(b'{"action": "discard", "outcome": "applied", "reason": "x"}')
 
-    found = examine(cfg, embedder=folder.embedder())
+    found = examine_folder(folder)
     kinds = _kinds(found)
     assert not found.ok
     assert kinds["temp_file"] == {
@@ -144,10 +156,10 @@ def test_every_planted_problem_is_found_and_repaired(folder: Folder) -> None:
     assert lone.box_id in kinds["index_box_row_orphan"]
     assert kinds["torn_line"] == {"state/buffer-journal.jsonl", "state/memory-actions.jsonl"}
 
-    fixed = repair(cfg, embedder=folder.embedder())
+    fixed = repair_folder(folder, found)
     assert fixed.ok, fixed.problems
     assert {p.key for p in fixed.repaired} == {p.key for p in found.problems}
-    assert examine(cfg, embedder=folder.embedder()).ok
+    assert examine_folder(folder).ok
 
     # What the repairs did, place by place.
     assert not tmp_memory.exists() and not tmp_state.exists()
@@ -182,14 +194,14 @@ def test_unreadable_facts_are_reported_never_modified_and_keep_their_links(
     path.write_text(text)
     before = path.read_bytes()
 
-    found = examine(folder.cfg, embedder=folder.embedder())
+    found = examine_folder(folder)
     kinds = _kinds(found)
     assert kinds["unreadable_fact"] == {layout.relative(path)}
     # Its id is still read out of the file: its graph node and box link are not orphans.
     assert "graph_node_orphan" not in kinds and "box_member_missing" not in kinds
     assert broken.id in kinds["index_row_orphan"]  # recall must not serve it meanwhile
 
-    fixed = repair(folder.cfg, embedder=folder.embedder())
+    fixed = repair_folder(folder, found)
     assert not fixed.ok
     assert [p.kind for p in fixed.problems] == ["unreadable_fact"]
     # Its row and hash entry go (as the indexer drops them); they come back once it is fixed.
@@ -201,13 +213,15 @@ def test_unreadable_facts_are_reported_never_modified_and_keep_their_links(
 def test_repair_is_refused_while_a_writer_holds_the_folder(folder: Folder) -> None:
     layout = folder.layout
     folder.paths[folder.fact(STATEMENTS[0][3]).id].unlink()
+    args = ["--memory-dir", str(layout.memory_dir), "--state-dir", str(layout.state_dir)]
     with WriterLock(layout.lock_path, memory_dir=layout.memory_dir):
-        with pytest.raises(LockError, match="doctor --repair needs the memory folder"):
-            repair(folder.cfg, embedder=folder.embedder())
+        refused = CliRunner().invoke(app, [*args, "doctor", "--repair"])
+        assert refused.exit_code == 3
+        assert "doctor --repair needs the memory folder" in refused.output
         # Examining still works beside the writer, and says a writer is there.
-        report = examine(folder.cfg, embedder=folder.embedder())
+        report = examine_folder(folder)
         assert report.writer_active and not report.ok
-    assert "index_row_orphan" in _kinds(examine(folder.cfg, embedder=folder.embedder()))
+    assert "index_row_orphan" in _kinds(examine_folder(folder))
 
 
 def test_a_temp_file_of_a_running_writer_is_left_alone(folder: Folder) -> None:
@@ -216,11 +230,9 @@ def test_a_temp_file_of_a_running_writer_is_left_alone(folder: Folder) -> None:
     in_flight = layout.state_dir / f".open-box.json.tmp-{parent_pid}"
     in_flight.write_text("{")
     with WriterLock(layout.lock_path, memory_dir=layout.memory_dir):
-        assert examine(folder.cfg, embedder=folder.embedder()).ok
+        assert examine_folder(folder).ok
     # With no writer holding the folder, nobody is finishing that write.
-    assert [p.kind for p in examine(folder.cfg, embedder=folder.embedder()).problems] == [
-        "temp_file"
-    ]
+    assert [p.kind for p in examine_folder(folder).problems] == ["temp_file"]
 
 
 def test_the_problem_and_report_values_serialize() -> None:
@@ -262,10 +274,10 @@ def test_a_fact_missing_from_the_graph_is_linked_again(folder: Folder) -> None:
     previous = folder.fact(STATEMENTS[1][3])
     GraphStore(layout.graphs_dir, cfg.graph).remove_nodes({last.id})  # node and edges gone
 
-    found = examine(cfg, embedder=folder.embedder())
+    found = examine_folder(folder)
     assert _keys(found.problems) == [("graph_node_missing", _rel(folder, last))]
 
-    fixed = repair(cfg, embedder=folder.embedder())
+    fixed = repair_folder(folder, found)
     assert fixed.ok, fixed.problems
     assert _keys(fixed.repaired) == _keys(found.problems)
     graph = GraphStore.load(layout.graphs_dir)
@@ -283,23 +295,21 @@ def test_only_facts_the_pipeline_links_are_expected_in_the_graph(folder: Folder)
     retired = folder.fact(STATEMENTS[3][3])
     write_fact(folder.paths[retired.id], replace(retired, status=Status.INVALIDATED))
     GraphStore(layout.graphs_dir, cfg.graph).remove_nodes({retired.id})
-    assert "graph_node_missing" not in _kinds(examine(cfg, embedder=folder.embedder()))
+    assert "graph_node_missing" not in _kinds(examine_folder(folder))
 
     # With the graph switched off, nothing is expected in it at all.
     active = folder.fact(STATEMENTS[0][3])
     GraphStore(layout.graphs_dir, cfg.graph).remove_nodes({active.id})
     graph_off = cfg.model_copy(update={"graph": cfg.graph.model_copy(update={"enabled": False})})
-    assert "graph_node_missing" not in _kinds(examine(graph_off, embedder=folder.embedder()))
-    assert _kinds(examine(cfg, embedder=folder.embedder()))["graph_node_missing"] == {
-        _rel(folder, active)
-    }
+    assert "graph_node_missing" not in _kinds(examine_folder(folder, cfg=graph_off))
+    assert _kinds(examine_folder(folder))["graph_node_missing"] == {_rel(folder, active)}
 
 
 def test_an_edge_to_a_fact_that_is_no_graph_node_is_dropped(folder: Folder) -> None:
-    layout, cfg = folder.layout, folder.cfg
+    layout = folder.layout
     manual = _manual_fact()
     _write_by_hand(folder, manual)
-    assert repair(cfg, embedder=folder.embedder()).ok  # indexed; the graph leaves it alone
+    assert repair_folder(folder).ok  # indexed; the graph leaves it alone
     first = folder.fact(STATEMENTS[0][3])
     kept = GraphStore.load(layout.graphs_dir).edges_of(first.id)
     edge = {
@@ -313,10 +323,10 @@ def test_an_edge_to_a_fact_that_is_no_graph_node_is_dropped(folder: Folder) -> N
     with open(layout.graphs_dir / "entity.jsonl", "a") as handle:
         handle.write(json.dumps(edge) + "\n")
 
-    found = examine(cfg, embedder=folder.embedder())
+    found = examine_folder(folder)
     assert _keys(found.problems) == [("graph_edge_dangling", f"entity:{first.id}->{manual.id}")]
 
-    fixed = repair(cfg, embedder=folder.embedder())
+    fixed = repair_folder(folder, found)
     assert fixed.ok, fixed.problems
     assert _keys(fixed.repaired) == _keys(found.problems)
     graph = GraphStore.load(layout.graphs_dir)
@@ -330,12 +340,13 @@ def test_a_fact_its_open_box_does_not_list_joins_it_again(folder: Folder) -> Non
     layout = folder.layout
     before = layout.open_box_path.read_bytes()
     last = folder.fact(STATEMENTS[4][3])  # the last fact of session s2, whose box is open
-    drop_from_open_boxes(layout, {last.id})  # as if killed between its write and its join
+    # As if killed between its write and its join.
+    BoxBuilder(folder.cfg.boxes, layout.open_box_path).drop({last.id}, layout)
 
-    found = examine(folder.cfg, embedder=folder.embedder())
+    found = examine_folder(folder)
     assert _keys(found.problems) == [("box_membership_mismatch", _rel(folder, last))]
 
-    fixed = repair(folder.cfg, embedder=folder.embedder())
+    fixed = repair_folder(folder, found)
     assert fixed.ok, fixed.problems
     assert _keys(fixed.repaired) == _keys(found.problems)
     assert layout.open_box_path.read_bytes() == before  # what the join would have saved
@@ -348,15 +359,15 @@ def test_a_fact_its_sealed_box_does_not_list_is_written_back_into_it(folder: Fol
     before = path.read_bytes()
     edit = drop_box_members(layout, path, {middle.id})
     assert edit is not None
-    update_traces(cfg, layout, [edit])
+    update_traces(cfg.traces, layout.traces_path, [edit])
 
-    found = examine(cfg, embedder=folder.embedder())
+    found = examine_folder(folder)
     assert _keys(found.problems) == [
         ("box_membership_mismatch", _rel(folder, middle)),
         ("index_box_row_stale", layout.relative(path)),
     ]
 
-    fixed = repair(cfg, embedder=folder.embedder())
+    fixed = repair_folder(folder, found)
     assert fixed.ok, fixed.problems
     assert _keys(fixed.repaired) == _keys(found.problems)
     assert path.read_bytes() == before  # the box as its seal wrote it
@@ -384,24 +395,24 @@ def _tombstone(folder: Folder, fact: Fact) -> None:
 
 
 def test_a_forget_killed_after_its_tombstone_is_finished(folder: Folder) -> None:
-    layout, cfg = folder.layout, folder.cfg
+    layout = folder.layout
     target = folder.fact(STATEMENTS[0][3])
     _tombstone(folder, target)
 
-    found = examine(cfg, embedder=folder.embedder())
+    found = examine_folder(folder)
     [problem] = found.problems
     assert problem.key == ("forget_unfinished", target.id)
     for place in ("fact file", "index row", "graph node", "place in a box"):
         assert place in problem.detail
 
-    fixed = repair(cfg, embedder=folder.embedder())
+    fixed = repair_folder(folder, found)
     assert fixed.ok, fixed.problems
     assert ("forget_unfinished", target.id) in {p.key for p in fixed.repaired}
     assert not folder.paths[target.id].exists()
     assert MemoryIndex.open(layout.index_dir, folder.embedder()).get([target.id]) == {}
     assert not GraphStore.load(layout.graphs_dir).has_node(target.id)
     assert target.id not in read_box(_box_file(folder, target.box_id), layout).memory_ids
-    assert examine(cfg, embedder=folder.embedder()).ok  # the tombstone alone is no problem
+    assert examine_folder(folder).ok  # the tombstone alone is no problem
 
 
 def test_a_forget_killed_half_way_is_finished(folder: Folder) -> None:
@@ -411,13 +422,13 @@ def test_a_forget_killed_half_way_is_finished(folder: Folder) -> None:
     folder.paths[target.id].unlink()  # the file and the graph went; the rest is left
     GraphStore(layout.graphs_dir, cfg.graph).remove_nodes({target.id})
 
-    found = examine(cfg, embedder=folder.embedder())
+    found = examine_folder(folder)
     [problem] = [p for p in found.problems if p.kind == "forget_unfinished"]
     assert problem.subject == target.id
     assert "index row" in problem.detail and "place in a box" in problem.detail
     assert "graph node" not in problem.detail and "fact file" not in problem.detail
 
-    fixed = repair(cfg, embedder=folder.embedder())
+    fixed = repair_folder(folder, found)
     assert fixed.ok, fixed.problems
     assert {p.key for p in found.problems} <= {p.key for p in fixed.repaired}
     assert target.id not in layout.open_box_path.read_text()
@@ -430,10 +441,10 @@ def test_a_missing_hash_index_is_rebuilt(folder: Folder) -> None:
     layout = folder.layout
     layout.hashes_path.unlink()
 
-    found = examine(folder.cfg, embedder=folder.embedder())
+    found = examine_folder(folder)
     assert _keys(found.problems) == [("hashes_missing", "state/fact-hashes.txt")]
 
-    fixed = repair(folder.cfg, embedder=folder.embedder())
+    fixed = repair_folder(folder, found)
     assert fixed.ok, fixed.problems
     assert _keys(fixed.repaired) == _keys(found.problems)
     hashes = HashIndex.load(layout.hashes_path)
@@ -471,10 +482,10 @@ def test_each_box_row_problem_alone_is_repaired(
     before = {r.path: r.id for r in _box_rows(folder)}
     planted = plant(folder, path)
 
-    found = examine(folder.cfg, embedder=folder.embedder())
+    found = examine_folder(folder)
     assert _keys(found.problems) == [planted]
 
-    fixed = repair(folder.cfg, embedder=folder.embedder())
+    fixed = repair_folder(folder, found)
     assert fixed.ok, fixed.problems
     assert _keys(fixed.repaired) == [planted]
     assert {r.path: r.id for r in _box_rows(folder)} == before

@@ -13,6 +13,7 @@ from engram_md.core.errors import EmbeddingError
 from engram_md.text.embeddings import (
     MINILM_DIM,
     MINILM_MODEL_ID,
+    SCRUBBED_KEY,
     CachedEmbedder,
     LocalMiniLM,
     OpenAIEmbedder,
@@ -255,3 +256,31 @@ def test_openai_embedder_behind_the_cache(server: FakeOpenAI, tmp_path: Path) ->
     np.testing.assert_array_equal(again.embed(["beta", "alpha"]), first[::-1])
     assert again.dim == 12
     assert len(server.requests_to("embeddings")) == 1  # the second wrapper never asked
+
+
+def test_cache_scrub_forgets_a_text_where_its_record_is(tmp_path: Path) -> None:
+    inner = CountingFake()
+    cache = CachedEmbedder(inner, tmp_path)
+    before = cache.embed(["kept", "forgotten", "other"])
+    (keys,) = tmp_path.glob("*.keys")
+    (vecs,) = tmp_path.glob("*.f32")
+    sizes = (keys.stat().st_size, vecs.stat().st_size)
+
+    assert cache.scrub(["forgotten", "never cached", ""]) == 1
+
+    # The record keeps its place (readers address rows by position): key and vector blanked.
+    assert (keys.stat().st_size, vecs.stat().st_size) == sizes
+    stored = np.fromfile(keys, "<u8")
+    assert stored[1] == SCRUBBED_KEY and cache.key("forgotten") not in set(stored.tolist())
+    rows = np.fromfile(vecs, "<f4").reshape(3, 8)
+    assert not rows[1].any()
+    np.testing.assert_array_equal(rows[[0, 2]], before[[0, 2]])
+    assert cache.scrub(["forgotten"]) == 0
+    # Neither this wrapper nor a new one answers for the text from the cache any more.
+    reopened_inner = CountingFake()
+    reopened = CachedEmbedder(reopened_inner, tmp_path)
+    np.testing.assert_array_equal(reopened.embed(["kept", "forgotten"]), before[:2])
+    assert reopened_inner.embedded == ["forgotten"]
+    cache.embed(["forgotten", "other"])
+    assert inner.embedded[-1:] == ["forgotten"]
+    assert CachedEmbedder(CountingFake(), tmp_path / "none").scrub(["kept"]) == 0

@@ -14,7 +14,7 @@ import pytest
 from engram_md.consolidate.contradictions import Relation
 from engram_md.consolidate.judge import SYSTEM_PROMPT, LLMJudge, build_prompt
 from engram_md.core.models import Fact
-from engram_md.extract.llm_extractor import Usage
+from engram_md.extract.llm_client import LLMClient, Usage
 
 from .consolidate_folder import NOW, make_fact
 from .fake_openai import (
@@ -150,7 +150,7 @@ def test_only_judge_calls_get_a_judge_answer() -> None:
 def test_real_judge_gets_a_usable_answer(server: FakeOpenAI, api: str, endpoint: str) -> None:
     new, old = _cluster()
     usage = Usage()
-    judge = LLMJudge(server.llm_config(api=api), usage, sleep=lambda s: None)
+    judge = LLMJudge(LLMClient(server.llm_config(api=api), usage, sleep=lambda s: None))
     try:
         relations = judge.decide(new, old)
     finally:
@@ -164,7 +164,7 @@ def test_real_judge_gets_a_usable_answer(server: FakeOpenAI, api: str, endpoint:
 def test_faults_replace_the_judge_answer_too(server: FakeOpenAI) -> None:
     new, old = _cluster()
     server.script("junk_schema", Reply('{"facts": []}'))
-    judge = LLMJudge(server.llm_config(api="chat", max_retries=0), sleep=lambda s: None)
+    judge = LLMJudge(LLMClient(server.llm_config(api="chat", max_retries=0), sleep=lambda s: None))
     try:
         assert judge.decide(new, old) is None  # the fault's junk, not the judge answer
         assert judge.decide(new, old) is None  # the scripted reply, verbatim

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from engram_md.app import open_reader, open_writer
 from engram_md.cli import app
 from engram_md.consolidate.entities import plan_entities
 from engram_md.consolidate.folder_index import render_topics
 from engram_md.consolidate.plan import Context, FileWrite
 from engram_md.core.config import Config, load_config
-from engram_md.core.errors import LockError
 from engram_md.core.lock import WriterLock
 from engram_md.core.models import (
     Category,
@@ -37,12 +37,15 @@ from engram_md.core.paths import MemoryLayout
 from engram_md.core.statefile import save_json
 from engram_md.core.telemetry import ActionLog
 from engram_md.index.indexer import Indexer
-from engram_md.index.table import TABLE_NAME, MemoryIndex, connect
+from engram_md.index.lance import TABLE_NAME, connect
+from engram_md.index.table import MemoryIndex
 from engram_md.ingest.journal import Journal
 from engram_md.ingest.pipeline import fact_id
 from engram_md.maintain import forget as forget_mod
 from engram_md.maintain.doctor import examine
-from engram_md.maintain.forget import forget, plan_forget
+from engram_md.maintain.forget import ForgetReport, is_known_id, plan_forget
+from engram_md.maintain.problems import DoctorReport
+from engram_md.maintain.quotes import Quotes
 from engram_md.organize.boxfile import read_box
 from engram_md.organize.graph import GraphStore
 from engram_md.organize.structure import Structure
@@ -149,6 +152,38 @@ def folder(tmp_path: Path) -> Folder:
     return build_folder(tmp_path)
 
 
+def examine_folder(folder: Folder, *, cfg: Config | None = None) -> DoctorReport:
+    """`doctor` as the command examines: on a reader's parts (with the folder's embedder:
+    its index was built with that one)."""
+    with open_reader(cfg or folder.cfg, embedder=folder.embedder()) as parts:
+        return examine(parts)
+
+
+def plan_in(folder: Folder, ids: Sequence[str]) -> ForgetReport:
+    """`forget --dry-run` as the command runs it: on a reader's parts, without the index."""
+    with open_reader(folder.cfg, embedder=folder.embedder(), with_index=False) as parts:
+        return plan_forget(parts, ids)
+
+
+def known_in(folder: Folder, text: str) -> bool:
+    with open_reader(folder.cfg, embedder=folder.embedder(), with_index=False) as parts:
+        return is_known_id(parts.store, text)
+
+
+def forget_in(
+    folder: Folder,
+    ids: Sequence[str],
+    *,
+    reason: str = "",
+    by: str | None = None,
+    embedder: CachedEmbedder | None = None,
+) -> ForgetReport:
+    """A forget as the command runs it: on a writer's parts (with the folder's embedder)."""
+    emb = embedder or folder.embedder()
+    with open_writer(folder.cfg, embedder=emb, reconcile=False) as parts:
+        return forget_mod.forget(parts, ids, reason=reason, by=by)
+
+
 def _everything(layout: MemoryLayout) -> dict[str, bytes]:
     """Every byte under memory/ and state/, the search index's data files included."""
     out = {}
@@ -188,7 +223,7 @@ def test_forget_removes_a_boxed_linked_indexed_fact_everywhere(folder: Folder) -
     cache_key = emb.key(target.content)
     assert cache_key in set(np.fromfile(next(layout.embedding_cache_dir.glob("*.keys")), "<u8"))
 
-    report = forget(folder.cfg, [target.id], reason="asked by Dana", by="tester", embedder=emb)
+    report = forget_in(folder, [target.id], reason="asked by Dana", by="tester", embedder=emb)
 
     [done] = report.forgotten
     assert done.file_removed and done.index_row and done.hash_entry and done.graph_node
@@ -233,7 +268,7 @@ def test_forget_removes_a_boxed_linked_indexed_fact_everywhere(folder: Folder) -
     raw = (layout.state_dir / "forgotten.jsonl").read_text()
     assert "MySQL" not in raw and "prefers" not in raw
     # Everything agrees afterwards.
-    assert examine(folder.cfg, embedder=folder.embedder()).ok
+    assert examine_folder(folder).ok
 
 
 def test_no_byte_of_a_forgotten_statement_is_left_on_disk(folder: Folder) -> None:
@@ -247,14 +282,14 @@ def test_no_byte_of_a_forgotten_statement_is_left_on_disk(folder: Folder) -> Non
     before = _holding(layout, target.content, "MySQL")
     assert any("/index/" in p for p in before) and _table_versions(layout) > 1
 
-    forget(folder.cfg, [target.id], embedder=folder.embedder())
+    forget_in(folder, [target.id])
 
     assert _holding(layout, target.content, "MySQL") == []
     assert _table_versions(layout) == 1  # no older version to check out
     index = MemoryIndex.open(layout.index_dir, folder.embedder())
     assert index.text_search("MySQL", 5) == []
     assert len(index.text_search("PostgreSQL billing", 5)) == 3  # both indices still work
-    assert examine(folder.cfg, embedder=folder.embedder()).ok
+    assert examine_folder(folder).ok
 
 
 def test_derived_state_stops_naming_or_quoting_a_forgotten_fact(folder: Folder) -> None:
@@ -282,7 +317,7 @@ def test_derived_state_stops_naming_or_quoting_a_forgotten_fact(folder: Folder) 
     report_path.write_text(f"- **merge** `{folder.paths[other.id].name}` — {quote.upper()} again\n")
     assert len(_holding(layout, quote)) >= 5
 
-    report = forget(folder.cfg, [target.id], embedder=folder.embedder())
+    report = forget_in(folder, [target.id])
 
     assert _holding(layout, target.content, quote, "MySQL", "my sql") == []
     assert report.scrubbed == tuple(
@@ -313,11 +348,11 @@ def test_derived_state_stops_naming_or_quoting_a_forgotten_fact(folder: Folder) 
     state = json.loads(layout.consolidation_state_path.read_text())
     assert state["pending"] == [] and target.id not in state["seen"] and other.id in state["seen"]
     assert state["epoch"] == 3
-    assert examine(folder.cfg, embedder=folder.embedder()).ok
+    assert examine_folder(folder).ok
 
 
 def test_quotes_are_runs_of_five_words_of_a_statement() -> None:
-    quotes = forget_mod.Quotes(["Dana prefers PostgreSQL over MySQL for billing work."])
+    quotes = Quotes(["Dana prefers PostgreSQL over MySQL for billing work."])
     assert quotes.scrub("dana PREFERS postgresql, over mysql!") == "[forgotten]!"
     assert (
         quotes.scrub("x: prefers PostgreSQL over MySQL for billing work. y") == "x: [forgotten]. y"
@@ -325,11 +360,8 @@ def test_quotes_are_runs_of_five_words_of_a_statement() -> None:
     assert (
         quotes.scrub("Dana prefers PostgreSQL over Oracle") == "Dana prefers PostgreSQL over Oracle"
     )
-    assert (
-        forget_mod.Quotes(["Dana smokes."]).scrub("so Dana smokes, sadly")
-        == "so [forgotten], sadly"
-    )
-    assert not forget_mod.Quotes([])
+    assert Quotes(["Dana smokes."]).scrub("so Dana smokes, sadly") == "so [forgotten], sadly"
+    assert not Quotes([])
 
 
 def test_forget_takes_a_fact_out_of_the_open_box(folder: Folder) -> None:
@@ -337,12 +369,12 @@ def test_forget_takes_a_fact_out_of_the_open_box(folder: Folder) -> None:
     target = folder.fact(STATEMENTS[3][3])
     kept = folder.fact(STATEMENTS[4][3])
     assert target.content in layout.open_box_path.read_text()
-    report = forget(folder.cfg, [target.id], embedder=folder.embedder())
+    report = forget_in(folder, [target.id])
     assert report.forgotten[0].open_box == target.box_id
     state = json.loads(layout.open_box_path.read_text())["open"]["s2"]
     assert [m["id"] for m in state["members"]] == [kept.id]
     assert "Alps" not in layout.open_box_path.read_text()
-    assert examine(folder.cfg, embedder=folder.embedder()).ok
+    assert examine_folder(folder).ok
 
 
 def test_forgetting_a_box_s_only_fact_removes_the_box_its_row_and_its_trace_entry(
@@ -351,20 +383,20 @@ def test_forgetting_a_box_s_only_fact_removes_the_box_its_row_and_its_trace_entr
     layout = folder.layout
     target = folder.fact(STATEMENTS[5][3])
     box_path = _box_of(folder, target)
-    report = forget(folder.cfg, [target.id], embedder=folder.embedder())
+    report = forget_in(folder, [target.id])
     assert report.forgotten[0].boxes_removed == (target.box_id,)
     assert not box_path.exists()
     traces = json.loads(layout.traces_path.read_text())["traces"]
     assert all(b["id"] != target.box_id for t in traces.values() for b in t["boxes"])
     index = MemoryIndex.open(layout.index_dir, folder.embedder())
     assert target.box_id is not None and target.box_id not in index.get([target.box_id])
-    assert examine(folder.cfg, embedder=folder.embedder()).ok
+    assert examine_folder(folder).ok
 
 
 def test_reconcile_and_rebuild_do_not_bring_a_forgotten_fact_back(folder: Folder) -> None:
     layout = folder.layout
     target = folder.fact(STATEMENTS[0][3])
-    forget(folder.cfg, [target.id], embedder=folder.embedder())
+    forget_in(folder, [target.id])
     store = MemoryStore.open(layout)
     indexer = Indexer.open(folder.cfg, layout, store, folder.embedder())  # reconciles
     assert target.id not in indexer.index.get([target.id])
@@ -379,9 +411,12 @@ def test_forget_is_refused_while_another_writer_holds_the_folder(folder: Folder)
     layout = folder.layout
     target = folder.fact(STATEMENTS[0][3])
     before = _everything(layout)
+    runner = CliRunner()
+    args = ["--memory-dir", str(layout.memory_dir), "--state-dir", str(layout.state_dir)]
     with WriterLock(layout.lock_path, memory_dir=layout.memory_dir):
-        with pytest.raises(LockError, match="cannot forget while another process writes"):
-            forget(folder.cfg, [target.id], embedder=folder.embedder())
+        refused = runner.invoke(app, [*args, "forget", target.id])
+    assert refused.exit_code == 3
+    assert "cannot forget while another process writes" in refused.output
     after = _everything(layout)
     after.pop(str(layout.lock_path), None)
     before.pop(str(layout.lock_path), None)
@@ -392,7 +427,7 @@ def test_a_dry_run_says_what_would_go_and_changes_nothing(folder: Folder) -> Non
     layout = folder.layout
     target = folder.fact(STATEMENTS[5][3])
     before = _everything(layout)
-    report = plan_forget(folder.cfg, [target.id, "fact-20990101-000000-deadbeef"])
+    report = plan_in(folder, [target.id, "fact-20990101-000000-deadbeef"])
     assert report.dry_run and report.missing == ("fact-20990101-000000-deadbeef",)
     [item] = report.forgotten
     assert item.boxes_removed == (target.box_id,) and item.hash_entry and item.graph_node
@@ -409,18 +444,18 @@ def test_a_failed_forget_keeps_the_file_until_the_rest_is_done(
 
     monkeypatch.setattr(forget_mod, "drop_from_boxes", crash)
     with pytest.raises(Exception, match="run it again"):
-        forget(folder.cfg, [target.id], embedder=folder.embedder())
+        forget_in(folder, [target.id])
     monkeypatch.undo()
     # The file is removed last: what a re-run needs its statement for can still be done.
     assert folder.paths[target.id].exists()
     assert target.id in _box_of(folder, target).read_text()
-    assert forget_mod.is_known_id(folder.cfg, target.id)
+    assert known_in(folder, target.id)
 
-    report = forget(folder.cfg, [target.id], embedder=folder.embedder())
+    report = forget_in(folder, [target.id])
     assert report.forgotten[0].boxes_rewritten == (target.box_id,)
     assert target.id not in _box_of(folder, target).read_text()
     assert _holding(folder.layout, target.content) == []
-    assert examine(folder.cfg, embedder=folder.embedder()).ok
+    assert examine_folder(folder).ok
 
 
 # ---------------------------------------------------------------- lineage
@@ -463,17 +498,17 @@ def build_lineage(root: Path) -> Lineage:
 def test_forgetting_a_fact_forgets_its_retired_lineage_and_no_active_fact(tmp_path: Path) -> None:
     chain = build_lineage(tmp_path)
     folder, x = chain.folder, chain.x
-    assert examine(folder.cfg, embedder=folder.embedder()).ok
+    assert examine_folder(folder).ok
     expected = [(x.id, None), *((f.id, x.id) for f in (chain.a, chain.b, chain.c))]
-    plan = plan_forget(folder.cfg, [x.id])
+    plan = plan_in(folder, [x.id])
     assert [(f.id, f.lineage_of) for f in plan.forgotten] == expected
     # A retired fact asked for by itself takes its own lineage only, and the dry run says
     # which active fact still carries it.
-    alone = plan_forget(folder.cfg, [chain.a.id])
+    alone = plan_in(folder, [chain.a.id])
     assert [f.id for f in alone.forgotten] == [chain.a.id, chain.c.id]
     assert len(alone.notes) == 1 and x.id in alone.notes[0]
 
-    report = forget(folder.cfg, [x.id], embedder=folder.embedder())
+    report = forget_in(folder, [x.id])
 
     assert [(f.id, f.lineage_of) for f in report.forgotten] == expected
     assert all(f.file_removed for f in report.forgotten)
@@ -481,7 +516,7 @@ def test_forgetting_a_fact_forgets_its_retired_lineage_and_no_active_fact(tmp_pa
     assert folder.paths[chain.y.id].exists()
     stones = [json.loads(line) for line in (folder.layout.state_dir / "forgotten.jsonl").open()]
     assert [(s["id"], s.get("lineageOf")) for s in stones] == expected
-    assert examine(folder.cfg, embedder=folder.embedder()).ok
+    assert examine_folder(folder).ok
 
 
 # ---------------------------------------------------------------- journal, crashes
@@ -500,7 +535,7 @@ def test_a_forgotten_fact_s_pending_source_turn_is_not_replayed(folder: Folder) 
         journal.append(turn)  # written, but the batch crashed before it was marked done
     journal.close()
 
-    report = forget(folder.cfg, [target.id], embedder=folder.embedder())
+    report = forget_in(folder, [target.id])
 
     assert report.forgotten[0].pending_turns == 1
     journal = Journal(layout.journal_path)
@@ -549,7 +584,7 @@ def test_a_forget_killed_at_any_step_is_finished_by_running_it_again(
 ) -> None:
     probe = build_lineage(tmp_path / "probe")
     reached = _crash_at(monkeypatch, 0)
-    forget(probe.folder.cfg, [probe.x.id], embedder=probe.folder.embedder())
+    forget_in(probe.folder, [probe.x.id])
     assert set(reached) == {forget_mod.CRASH_POINT} and len(reached) >= 8
     for n in range(1, len(reached) + 1):
         chain = build_lineage(tmp_path / f"killed-at-{n}")
@@ -558,17 +593,17 @@ def test_a_forget_killed_at_any_step_is_finished_by_running_it_again(
         assert _cached(folder, gone) == [f.id for f in gone]
         _crash_at(monkeypatch, n)
         with pytest.raises(_Killed):
-            forget(folder.cfg, [chain.x.id], embedder=folder.embedder())
+            forget_in(folder, [chain.x.id])
         monkeypatch.undo()
-        assert forget_mod.is_known_id(folder.cfg, chain.x.id), n
+        assert known_in(folder, chain.x.id), n
 
-        report = forget(folder.cfg, [chain.x.id], embedder=folder.embedder())
+        report = forget_in(folder, [chain.x.id])
 
         assert {f.id for f in report.forgotten} == {f.id for f in gone}, n
         assert _holding(folder.layout, *(f.content for f in gone)) == [], n
         assert _cached(folder, gone) == [], n
         assert folder.paths[chain.y.id].exists(), n
-        assert examine(folder.cfg, embedder=folder.embedder()).ok, n
+        assert examine_folder(folder).ok, n
 
 
 def test_the_crash_loop_can_kill_forget_between_steps(folder: Folder) -> None:
@@ -577,13 +612,12 @@ def test_the_crash_loop_can_kill_forget_between_steps(folder: Folder) -> None:
     target = folder.fact(STATEMENTS[1][3])
     script = (
         "import sys; from pathlib import Path\n"
-        "from engram_md.text.embeddings import CachedEmbedder\n"
+        "from engram_md.app import open_writer\n"
         "from engram_md.maintain.forget import forget\n"
-        "from tests.conftest import HashEmbedder\n"
-        "from tests.test_forget import make_cfg\n"
+        "from tests.test_forget import embedder_for, make_cfg\n"
         "cfg = make_cfg(Path(sys.argv[1]))\n"
-        "forget(cfg, [sys.argv[2]], embedder=CachedEmbedder(HashEmbedder(), "
-        "cfg.state_dir / 'embeddings'))\n"
+        "with open_writer(cfg, embedder=embedder_for(cfg.layout), reconcile=False) as parts:\n"
+        "    forget(parts, [sys.argv[2]])\n"
     )
     root = folder.cfg.memory_dir.parent
     killed = subprocess.run(
@@ -594,15 +628,15 @@ def test_the_crash_loop_can_kill_forget_between_steps(folder: Folder) -> None:
         timeout=120,
     )
     assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
-    assert forget_mod.is_known_id(folder.cfg, target.id)
+    assert known_in(folder, target.id)
 
-    forget(folder.cfg, [target.id], embedder=folder.embedder())
+    forget_in(folder, [target.id])
     assert _holding(folder.layout, target.content, "MySQL") == []
-    assert examine(folder.cfg, embedder=folder.embedder()).ok
+    assert examine_folder(folder).ok
 
 
 def test_unknown_ids_are_reported_missing(folder: Folder) -> None:
-    report = forget(folder.cfg, ["fact-20990101-000000-deadbeef"], embedder=folder.embedder())
+    report = forget_in(folder, ["fact-20990101-000000-deadbeef"])
     assert report.forgotten == () and report.missing == ("fact-20990101-000000-deadbeef",)
     assert not (folder.layout.state_dir / "forgotten.jsonl").exists()
 
@@ -626,7 +660,7 @@ def test_derived_entity_pages_stop_quoting_a_forgotten_fact(tmp_path: Path) -> N
     quoting = [p for p in pages if "Alps" in p.read_text()]
     assert quoting, "the entity page should quote the fact before it is forgotten"
 
-    report = forget(folder.cfg, [target.id], embedder=folder.embedder())
+    report = forget_in(folder, [target.id])
     assert report.derived
     for page in layout.entities_dir.glob("*.md"):
         text = page.read_text()

@@ -14,9 +14,9 @@ from engram_md.core.models import Category, Fact
 from engram_md.organize.graph import (
     GraphStore,
     causal_marker,
-    content_words,
     decayed,
     load_adjacency,
+    node_words,
 )
 
 from .test_topics import T0, make_fact
@@ -89,8 +89,8 @@ def test_causal_markers(text: str, marker: str | None) -> None:
     assert causal_marker(text) == marker
 
 
-def test_content_words_skip_stop_words_and_normalize() -> None:
-    assert content_words("The deploys failed because the disk was full") == (
+def test_node_words_skip_stop_words_and_normalize() -> None:
+    assert node_words("The deploys failed because the disk was full") == (
         "deploy",
         "disk",
         "failed",

@@ -7,7 +7,8 @@ import json
 from typer.testing import CliRunner
 
 from engram_md.cli import app
-from engram_md.consolidate.run import Vectors, consolidate
+from engram_md.consolidate.run import consolidate
+from engram_md.consolidate.vectors import Vectors
 from engram_md.core.config import Config
 from engram_md.core.paths import MemoryLayout
 from engram_md.maintain.history import fact_history, find_fact, render_history

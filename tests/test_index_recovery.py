@@ -20,12 +20,12 @@ import pytest
 from engram_md.core.errors import IndexError_
 from engram_md.index.lance import TABLE_NAME, UNREADABLE_DIR, search_indices_lacking
 from engram_md.index.table import MemoryIndex
-from engram_md.maintain.doctor import examine, repair
 
 from .conftest import Cli, HashEmbedder, clean_env
 from .rows import index_row
 from .synthetic import conversation
-from .test_forget import build_folder
+from .test_doctor import repair_folder
+from .test_forget import build_folder, examine_folder
 
 
 def _cut_off_while_created(index_dir: Path) -> None:
@@ -131,16 +131,16 @@ def test_doctor_reports_an_unusable_index_and_repair_rebuilds_it(
     DAMAGES[damage](index_dir)
     before = _tree(index_dir)
 
-    found = examine(folder.cfg, embedder=folder.embedder())
+    found = examine_folder(folder)
     assert [p.kind for p in found.problems] == ["index_unreadable"]
     assert "cannot be opened" in found.problems[0].detail
     assert _tree(index_dir) == before  # examining only reads
 
-    fixed = repair(folder.cfg, embedder=folder.embedder())
+    fixed = repair_folder(folder, found)
     assert fixed.ok and [p.kind for p in fixed.repaired] == ["index_unreadable"]
     index = MemoryIndex.open(index_dir, folder.embedder(), may_rebuild=False)
     assert set(index.manifest()) >= {fact.id for fact in folder.facts.values()}
-    assert examine(folder.cfg, embedder=folder.embedder()).ok
+    assert examine_folder(folder).ok
 
 
 def test_doctor_reports_missing_search_indices_and_repair_creates_them(tmp_path: Path) -> None:
@@ -150,10 +150,10 @@ def test_doctor_reports_missing_search_indices_and_repair_creates_them(tmp_path:
     for name in [index.name for index in table.list_indices()]:
         table.drop_index(name)
 
-    found = examine(folder.cfg, embedder=folder.embedder())
+    found = examine_folder(folder)
     assert [p.kind for p in found.problems] == ["index_incomplete"]
     assert "no text index and no id index" in found.problems[0].detail
 
-    fixed = repair(folder.cfg, embedder=folder.embedder())
+    fixed = repair_folder(folder, found)
     assert fixed.ok and [p.kind for p in fixed.repaired] == ["index_incomplete"]
     assert search_indices_lacking(lancedb.connect(str(index_dir)).open_table(TABLE_NAME)) == set()

@@ -12,7 +12,7 @@ import pytest
 from engram_md.core.models import Role, Turn
 from engram_md.ingest import journal as journal_mod
 from engram_md.ingest import seen_set
-from engram_md.ingest.journal import Journal, pending_count, turn_key
+from engram_md.ingest.journal import Journal, compact_journal, pending_count, turn_key
 
 T0 = datetime(2026, 3, 2, 9, 0, 0, tzinfo=UTC)
 
@@ -283,3 +283,27 @@ def test_unicode_content_round_trips(tmp_path: Path) -> None:
     j.close()
     assert reopen(path)[1] == [t]
     assert len(path.read_text(encoding="utf-8").splitlines()) == 1
+
+
+def test_compact_journal_finishes_the_named_turns_and_drops_done_text(tmp_path: Path) -> None:
+    path = tmp_path / "buffer-journal.jsonl"
+    j = Journal(path, fsync_each=False)
+    j.open()
+    done, source, other = turn(1, "first said"), turn(2, "second said"), turn(3, "third said")
+    elsewhere = turn(2, "the same id in another session", session="s9")
+    for t in (done, source, other, elsewhere):
+        j.append(t)
+    j.mark_done([done])
+    j.close()
+
+    finished = compact_journal(path, {("s1", source.id)})
+
+    assert finished == [source]
+    text = path.read_text()
+    assert "first said" not in text and "second said" not in text
+    j, pending = reopen(path)
+    assert pending == [other, elsewhere]
+    assert j.seen(done) and j.seen(source)  # fed again, neither is extracted again
+    j.close()
+    assert compact_journal(tmp_path / "none.jsonl", {("s1", "t1")}) == []
+    assert not (tmp_path / "none.jsonl").exists()

@@ -12,7 +12,7 @@ from engram_md.consolidate.contradictions import Relation
 from engram_md.consolidate.judge import LLMJudge, build_prompt, judged_relations, parse_decisions
 from engram_md.core.errors import LLMOutputError
 from engram_md.core.models import Category, Fact
-from engram_md.extract.llm_extractor import Usage
+from engram_md.extract.llm_client import LLMClient, Usage
 
 from .consolidate_folder import NOW, make_fact
 from .fake_openai import FakeOpenAI, Reply
@@ -70,7 +70,7 @@ def test_judge_through_the_real_client(fake_llm: FakeOpenAI) -> None:
     reply = {"decisions": [{"existing": "E1", "action": "UPDATE", "reason": "grew"}]}
     fake_llm.script(Reply("```json\n" + json.dumps(reply) + "\n```"))
     usage = Usage()
-    judge = LLMJudge(fake_llm.llm_config(api="chat"), usage, sleep=lambda s: None)
+    judge = LLMJudge(LLMClient(fake_llm.llm_config(api="chat"), usage, sleep=lambda s: None))
     try:
         assert judge.decide(new, old) == [Relation("supersede", old[0].id, new.id, "judge: grew")]
         assert usage.calls == 1 and usage.prompt_tokens > 0 and usage.completion_tokens > 0
@@ -91,7 +91,7 @@ def test_judge_through_the_real_client(fake_llm: FakeOpenAI) -> None:
 def test_responses_api_uses_the_judge_schema(fake_llm: FakeOpenAI) -> None:
     new, old = _cluster()
     fake_llm.script(Reply(json.dumps({"decisions": []})))
-    judge = LLMJudge(fake_llm.llm_config(api="responses"), sleep=lambda s: None)
+    judge = LLMJudge(LLMClient(fake_llm.llm_config(api="responses"), sleep=lambda s: None))
     try:
         assert judge.decide(new, old) == []
     finally:

@@ -16,7 +16,8 @@ from engram_md.core.config import LLMConfig
 from engram_md.core.errors import LLMOutputError, LLMUnavailable
 from engram_md.core.models import CandidateFact, Category, Role, Source, Turn
 from engram_md.extract.extractor import Discard
-from engram_md.extract.llm_extractor import LLMExtractor, Usage, validate_answer
+from engram_md.extract.llm_client import LLMClient, Usage
+from engram_md.extract.llm_extractor import LLMExtractor, validate_answer
 from engram_md.extract.prompts import SCHEMA, SYSTEM_PROMPT, render_turn, user_prompt
 
 from .fake_openai import FakeOpenAI, Reply, fake_extract, fake_openai_server
@@ -62,7 +63,7 @@ def _extractor(
 ) -> LLMExtractor:
     cfg.setdefault("api", "chat")
     sleep = sleeps if sleeps is not None else Sleeps()
-    return LLMExtractor(server.llm_config(**cfg), usage, sleep=sleep)
+    return LLMExtractor(LLMClient(server.llm_config(**cfg), usage, sleep=sleep))
 
 
 def _reply(*facts: dict[str, Any]) -> Reply:
@@ -128,9 +129,9 @@ def test_responses_path_uses_structured_output(server: FakeOpenAI) -> None:
 
 
 def test_auto_picks_responses_for_openai_and_chat_elsewhere(server: FakeOpenAI) -> None:
-    with LLMExtractor(LLMConfig(api_key="sk-test")) as openai_ex:
+    with LLMExtractor(LLMClient(LLMConfig(api_key="sk-test"))) as openai_ex:
         assert openai_ex.api == "responses"
-    with LLMExtractor(server.llm_config(api="auto")) as local_ex:
+    with LLMExtractor(LLMClient(server.llm_config(api="auto"))) as local_ex:
         assert local_ex.api == "chat"
 
 

@@ -15,11 +15,11 @@ from engram_md.recall.recaller import (
     Recaller,
     ScoreParts,
     Weights,
-    estimate_tokens,
     query_features,
 )
 from engram_md.store.access import AccessLog
 from engram_md.text.embeddings import LocalMiniLM
+from engram_md.text.words import estimate_tokens
 
 from .rows import index_row
 
@@ -184,7 +184,8 @@ def test_memories_without_source_turns_are_not_repeats(tmp_path: Path, minilm: L
 
 def test_explain_shows_every_part(tmp_path: Path, minilm: LocalMiniLM) -> None:
     r = recaller(tmp_path, minilm, FILLER)
-    answer = r.recall("What does Priya drink?", explain=True, record_access=False).explain_json()
+    result = r.recall("What does Priya drink?", explain=True, record_access=False)
+    answer = result.answer(explain=True).to_json()
     names = {f.name for f in fields(ScoreParts)}
     assert {"cosine", "fts_rel", "name_match", "date_match", "neighbour", "relevance",
             "lifecycle", "importance", "rep_bonus", "access_bonus", "kind_bias", "tier_bias",
@@ -201,7 +202,7 @@ def test_explain_shows_every_part(tmp_path: Path, minilm: LocalMiniLM) -> None:
 def test_json_contract(tmp_path: Path, minilm: LocalMiniLM) -> None:
     r = recaller(tmp_path, minilm, FILLER)
     result = r.recall("What does Priya drink?")
-    answer = result.to_json()
+    answer = result.answer().to_json()
     assert set(answer) == {"query", "memories", "tokens"}
     assert answer["query"] == "What does Priya drink?"
     assert answer["tokens"] == result.tokens

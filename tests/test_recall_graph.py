@@ -64,7 +64,7 @@ def test_the_graph_reaches_a_memory_the_search_missed(tmp_path: Path, minilm: Lo
     assert ids[0] == "f-deploy"
     assert {"f-rollback", "f-postmortem"} <= set(ids)
     assert "f-guitar" not in ids
-    explained = {c["id"]: c for c in result.explain_json()["candidates"]}
+    explained = {c["id"]: c for c in result.answer(explain=True).to_json()["candidates"]}
     path = explained["f-postmortem"]["graphPath"]
     assert [(s["kind"], s["source"], s["target"]) for s in path] == [
         ("causal", "f-deploy", "f-rollback"),
@@ -84,7 +84,7 @@ def test_edges_through_a_deleted_fact_lead_nowhere(tmp_path: Path, minilm: Local
     )
     assert "f-rollback" not in {m.id for m in result.memories}
     assert "f-postmortem" not in {m.id for m in result.memories}  # only reachable through it
-    for cand in result.explain_json()["candidates"]:
+    for cand in result.answer(explain=True).to_json()["candidates"]:
         for step in cand["graphPath"]:
             assert "f-rollback" not in (step["source"], step["target"])
 

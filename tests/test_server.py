@@ -34,6 +34,7 @@ from engram_md.recall.server import (
     find_daemon,
     loopback_host,
 )
+from engram_md.recall.wire import RecallAnswer
 from engram_md.store.access import AccessLog
 from engram_md.text.embeddings import LocalMiniLM, l2_normalize
 
@@ -110,10 +111,8 @@ def client(endpoint: Endpoint) -> Iterator[RecallClient]:
         yield c
 
 
-def ids(result: RecallResult | dict[str, Any]) -> list[str]:
-    if isinstance(result, RecallResult):
-        return [m.id for m in result.memories]
-    return [m["id"] for m in result["memories"]]
+def ids(result: RecallResult | RecallAnswer) -> list[str]:
+    return [m.id for m in result.memories]
 
 
 def raw_request(
@@ -156,11 +155,22 @@ def test_recall_through_the_server_matches_in_process_recall(
         remote = client.recall(query)
         assert ids(remote) == ids(direct)
         assert ids(remote)  # every query has an answer in this folder
-        assert remote["query"] == query
-        assert remote["tokens"] == direct.tokens
-        assert remote["block"] == direct.render()
-        assert remote["memories"][0] == direct.memories[0].to_json()
+        assert remote.query == query
+        assert remote.tokens == direct.tokens
+        assert remote.render() == direct.render()
+        assert remote.memories[0].to_json() == direct.memories[0].to_json()
     assert "f-old" not in ids(client.recall("did Dana use pip"))  # inactive stays out
+
+
+def test_the_answer_is_the_wire_json_with_the_rendered_block(
+    recaller: Recaller, endpoint: Endpoint
+) -> None:
+    body = json.dumps({"query": QUERIES[2], "record_access": False}).encode()
+    status, answer = raw_request(endpoint, "POST", "/recall", body, endpoint.token)
+    direct = recaller.recall(QUERIES[2], record_access=False)
+    assert status == 200
+    assert answer == {**direct.answer().to_json(), "block": direct.render()}
+    assert RecallAnswer.from_json(answer).to_json() == direct.answer().to_json()
 
 
 def test_options_reach_the_recaller(recaller: Recaller, client: RecallClient) -> None:
@@ -171,7 +181,7 @@ def test_options_reach_the_recaller(recaller: Recaller, client: RecallClient) ->
     assert ids(remote) == ids(direct)
     one_fact = max(len(text) for _, text in FACTS.values()) // 4 + 1
     small = client.recall(query, budget_tokens=one_fact)
-    assert len(small["memories"]) == 1 and small["tokens"] <= one_fact
+    assert len(small.memories) == 1 and small.tokens <= one_fact
     with_inactive = client.recall("did Dana use pip", include_inactive=True)
     assert "f-old" in ids(with_inactive)
 
@@ -186,15 +196,16 @@ def test_recall_records_access_like_in_process_recall(
 
 def test_explain_returns_every_candidate_with_its_parts(client: RecallClient) -> None:
     answer = client.recall("did Dana use pip", explain=True)
-    assert answer["budget"] == RecallConfig().budget_tokens
-    candidates = {c["id"]: c for c in answer["candidates"]}
+    assert answer.budget == RecallConfig().budget_tokens
+    assert answer.candidates is not None
+    candidates = {c.id: c for c in answer.candidates}
     assert set(ids(answer)) <= set(candidates)
     old = candidates["f-old"]
-    assert old["kept"] is False and old["reason"] == "left out: status superseded"
+    assert old.kept is False and old.reason == "left out: status superseded"
     for candidate in candidates.values():
-        assert {"cosine", "relevance", "weight", "score"} <= set(candidate["parts"])
-        assert candidate["channels"]
-    assert answer["block"].startswith("<memory>")
+        assert {"cosine", "relevance", "weight", "score"} <= set(candidate.parts)
+        assert candidate.channels
+    assert answer.render().startswith("<memory>")
 
 
 def test_a_batch_of_queries_uses_one_connection(
@@ -202,8 +213,8 @@ def test_a_batch_of_queries_uses_one_connection(
 ) -> None:
     batch = [QUERIES[i % len(QUERIES)] + f" {i}" for i in range(20)]
     answers = [client.recall(q) for q in batch]
-    assert [a["query"] for a in answers] == batch
-    assert all(a["memories"] for a in answers)
+    assert [a.query for a in answers] == batch
+    assert all(a.memories for a in answers)
     client.health()
     assert server.connections_accepted == 1
 
@@ -255,7 +266,7 @@ def test_bad_requests_get_400_and_the_server_keeps_serving(
     status, answer = raw_request(endpoint, "POST", "/recall", body, endpoint.token)
     assert status == 400
     assert complaint in answer["error"]
-    assert client.recall(QUERIES[0])["memories"]
+    assert client.recall(QUERIES[0]).memories
 
 
 def test_unknown_paths_get_404(endpoint: Endpoint) -> None:
@@ -298,7 +309,7 @@ def test_a_failing_recall_gets_500_and_the_server_keeps_serving(
         with RecallClient(found) as client:
             with pytest.raises(RecallServerError, match="500.*the index went away"):
                 client.recall("boom")
-            assert client.recall(QUERIES[1])["memories"]
+            assert client.recall(QUERIES[1]).memories
         assert server.connections_accepted == 1  # a 500 keeps the connection
 
 
@@ -313,7 +324,7 @@ def test_an_unreachable_daemon_is_a_recall_server_error(recaller: Recaller, tmp_
 
 
 def test_stop_closes_kept_alive_connections(server: RecallServer, client: RecallClient) -> None:
-    assert client.recall(QUERIES[0])["memories"]
+    assert client.recall(QUERIES[0]).memories
     server.stop()
     with pytest.raises(RecallServerError):
         client.recall(QUERIES[0])
@@ -481,7 +492,7 @@ def test_the_http_layer_adds_little_to_a_recall(tmp_path: Path, minilm: LocalMin
                 middle = time.perf_counter()
                 remote = client.recall(query)
                 end = time.perf_counter()
-                assert len(remote["memories"]) == len(direct.memories)
+                assert len(remote.memories) == len(direct.memories)
                 overheads.append((end - middle) - (middle - start))
         assert server.connections_accepted == 1
     assert statistics.median(overheads) < 0.020

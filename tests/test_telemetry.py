@@ -80,3 +80,32 @@ def test_path_that_is_a_directory_never_raises(tmp_path: Path) -> None:
     folder.mkdir()
     ActionLog(folder).record("store_note", "applied", "x")
     assert folder.is_dir()
+
+
+def test_scrub_rewrites_quotes_and_drops_previews_of_what_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "memory-actions.jsonl"
+    log = ActionLog(path)
+    log.record("update_note", "applied", "same as SECRET", memory_id="m1", why=["a SECRET"])
+    log.record("discard", "applied", "bad", turns=["t2"], session="s1", preview="it said so")
+    log.record("discard", "applied", "bad", turns=["t2"], session="s9", preview="another one")
+    log.record("store_note", "applied", "fine", memory_id="gone", preview="x")
+    log.record("store_note", "applied", "untouched", memory_id="m3")
+    with open(path, "ab") as handle:
+        handle.write(b"not json\n")
+    before = path.read_bytes().splitlines()
+
+    def mark(text: str) -> str:
+        return text.replace("SECRET", "[forgotten]")
+
+    assert log.scrub(mark, ids={"gone"}, turns={("s1", "t2")})
+
+    after = path.read_bytes().splitlines()
+    assert len(after) == len(before) and after[4:] == before[4:]  # untouched bytes kept
+    events = [json.loads(line) for line in after[:5]]
+    assert events[0]["reason"] == "same as [forgotten]" and events[0]["why"] == ["a [forgotten]"]
+    assert "preview" not in events[1] and events[1]["turns"] == ["t2"]
+    assert events[2]["preview"] == "another one"  # the same turn id, another session
+    assert "preview" not in events[3] and events[3]["memoryId"] == "gone"
+    assert after[2] == before[2]
+    assert not log.scrub(mark, ids={"gone"}, turns={("s1", "t2")})  # nothing left to do
+    assert not ActionLog(tmp_path / "none.jsonl").scrub(mark)

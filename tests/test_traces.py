@@ -7,8 +7,10 @@ from datetime import timedelta
 from pathlib import Path
 
 from engram_md.core.config import TraceConfig
-from engram_md.organize.traces import TraceBox, TraceWeaver, load_traces
+from engram_md.organize.boxfile import BoxEdit
+from engram_md.organize.traces import TraceBox, TraceWeaver, load_traces, update_traces
 
+from .test_boxfile import make_box
 from .test_topics import T0
 
 
@@ -100,3 +102,31 @@ def test_a_trace_keeps_its_most_shared_topics(tmp_path: Path) -> None:
         w.weave(tbox(f"b{i}", ("postgresql", f"one-off-{i}"), days=i * 0.1))
     [trace] = w.traces()
     assert "postgresql" in trace.topics and len(trace.topics) == 16
+
+
+def test_boxes_rewritten_or_deleted_are_followed(tmp_path: Path) -> None:
+    w = weaver(tmp_path, min_overlap=0.0)
+    trace_id = w.weave(tbox("a", ("postgresql", "billing")))
+    w.weave(tbox("b", ("postgresql",), days=1))
+    w.weave(tbox("c", ("postgresql",), days=2))
+    w.save()
+    [before] = load_traces(w.path)
+    later = T0 + timedelta(minutes=5)
+    rewritten = make_box(id="box-a", topics=("postgresql",), memory_ids=("m1",), created_at=later)
+    path = tmp_path / "box-a.md"
+
+    update_traces(
+        TraceConfig(),
+        w.path,
+        [BoxEdit("box-a", path, ("m2",), rewritten), BoxEdit("box-c", path, ("m3",), None)],
+    )
+
+    [trace] = load_traces(w.path)
+    assert trace.id == trace_id and [b.id for b in trace.boxes] == ["box-a", "box-b"]
+    entry = trace.boxes[0]
+    assert (entry.memories, entry.topics, entry.created_at) == (1, ("postgresql",), later)
+    assert entry.path == before.boxes[0].path and entry.sealed_at == before.boxes[0].sealed_at
+    assert trace.topics == ("postgresql",) and dict(trace.topic_counts) == {"postgresql": 2}
+    assert trace.created_at == before.created_at  # when the thread was active stays
+    update_traces(TraceConfig(), tmp_path / "none.json", [BoxEdit("box-a", path, (), None)])
+    assert not (tmp_path / "none.json").exists()

@@ -53,7 +53,7 @@ import regex
 
 from ..core.models import Category, Fact, MemoryKind, Status, StatusChange, add_source_turns
 from ..extract import normalize
-from ..text.hashing import normalize_text
+from ..text.words import STOP_WORDS, WORD, content_words
 from .plan import Change, FactUpdate
 
 # Pairs of facts less similar than this are never judged: well below any duplicate (≥ 0.9)
@@ -69,11 +69,11 @@ MIN_FRAME = 2  # a frame of one word ("dana") says too little to call anything a
 
 Kind = Literal["duplicate", "supersede", "invalidate"]
 
-_STOP = frozenset(
-    "a an the and or but of to in on at for with by from is are was were be been being it its "
-    "this that these those as i you he she we they my your his her our their me him them so do "
-    "does did has have had will would can could should just very also s t all every any each "
-    "some there here than then into about over under up out what which who whom whose".split()
+# Quantifiers, wh-words and particles say nothing about what a statement states either; they
+# are not in STOP_WORDS because the write-time near-duplicate test is tuned without them.
+_STOP = STOP_WORDS | frozenset(
+    "being s t all every any each some there here than then into about over under up out what "
+    "which who whom whose".split()
 )
 # Words that mark a statement as correcting an earlier one. Deliberately strong ones only:
 # "now" or "moved" also start plain news ("Dana now likes pizza" does not undo "likes sushi").
@@ -87,7 +87,6 @@ _MARKER_WORDS = frozenset(
     "mistaken never".split()
 )
 _NEGATION = regex.compile(r"\b(?:not|never|no|cannot)\b|n't\b", regex.IGNORECASE)
-_WORD = regex.compile(r"[\p{L}\p{N}]+")
 
 
 def _stem(word: str) -> str:
@@ -108,7 +107,7 @@ class Profile:
     @cached_property
     def words(self) -> tuple[str, ...]:
         """Content words in order, stemmed; numbers kept."""
-        return tuple(_stem(w) for w in normalize_text(self.text).split() if w not in _STOP)
+        return tuple(_stem(w) for w in content_words(self.text, _STOP))
 
     @cached_property
     def numbers(self) -> frozenset[str]:
@@ -119,7 +118,7 @@ class Profile:
         """Capitalized words that are not the first of their sentence (as the indexer does)."""
         found: set[str] = set()
         for sentence in regex.split(r"(?<=[.!?:])\s+", self.text):
-            for position, word in enumerate(_WORD.findall(sentence)):
+            for position, word in enumerate(WORD.findall(sentence)):
                 if position > 0 and word[0].isupper() and word.casefold() not in _STOP:
                     found.add(word.casefold())
         return frozenset(found - _MARKER_WORDS)
@@ -156,7 +155,7 @@ def subjects(fact: Fact, profile: Profile | None = None) -> frozenset[str]:
     if keys:
         return frozenset(keys)
     profile = profile or Profile(fact.content)
-    first = _WORD.findall(fact.content)[:1]
+    first = WORD.findall(fact.content)[:1]
     names = set(profile.names)
     if first and first[0][0].isupper() and first[0].casefold() not in _STOP | _MARKER_WORDS:
         names.add(first[0].casefold())  # "Dana's team ..." starts with its subject

@@ -2,9 +2,8 @@
 
 A cluster is one fact that is new since the last run plus the related stored facts found for
 it (same subject and close embeddings, see :mod:`engram_md.consolidate.contradictions`, and the
-index's
-nearest neighbours when an index is at hand). The model says, for each stored fact, how the
-new fact relates to it:
+index's nearest neighbours when an index is at hand). The model says, for each stored fact, how
+the new fact relates to it:
 
     ADD         unrelated or complementary: keep both
     SKIP        nothing to do
@@ -12,31 +11,27 @@ new fact relates to it:
     UPDATE      the new fact is a later version of the stored one: supersede the stored one
     INVALIDATE  the new fact shows the stored one is wrong: invalidate the stored one
 
-Transport, retries, token accounting and lenient JSON extraction are the extractor's
-(:mod:`engram_md.extract.llm_extractor`); only the prompt and the answer schema differ. The answer
-is
-validated strictly (known references, known actions; anything else about an item drops that
-item) and the judge fails open: an unreachable endpoint or an answer that is not the expected
-shape changes nothing for that cluster, and its new fact is judged again on the next run.
+Transport, retries, token accounting and lenient JSON extraction are the LLM client's
+(:mod:`engram_md.extract.llm_client`), as for extraction; only the prompt and the answer schema
+differ. The answer is validated strictly (known references, known actions; anything else about
+an item drops that item) and the judge fails open: an unreachable endpoint or an answer that is
+not the expected shape changes nothing for that cluster, and its new fact is judged again on
+the next run.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
-import openai
-from openai.types.responses import ResponseTextConfigParam
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..core.config import LLMConfig
 from ..core.errors import ExtractionError, LLMOutputError
 from ..core.models import Fact
-from ..extract.llm_extractor import LLMExtractor, Usage, _Answer, parse_answer
+from ..extract.llm_client import AnswerSchema, LLMClient, Usage
 from .contradictions import CANDIDATE_COSINE, Profile, Relation, candidate_pairs, order
 
 log = logging.getLogger(__name__)
@@ -77,6 +72,7 @@ SCHEMA: dict[str, Any] = {
     "required": ["decisions"],
     "additionalProperties": False,
 }
+_ANSWER = AnswerSchema("judge", SCHEMA)
 
 
 def _line(ref: str, fact: Fact) -> str:
@@ -149,57 +145,33 @@ class Judge(Protocol):
     def decide(self, new: Fact, existing: Sequence[Fact]) -> list[Relation] | None: ...
 
 
-class _Transport(LLMExtractor):
-    """The extractor's client, retries and accounting, with the judge's answer schema."""
-
-    def _call(self, system: str, user: str) -> _Answer:
-        if self.api != "responses":
-            return super()._call(system, user)  # chat: JSON mode, no schema
-        temperature = self.cfg.temperature if self.cfg.temperature is not None else openai.omit
-        text_format: ResponseTextConfigParam = {
-            "format": {"type": "json_schema", "name": "judge", "schema": SCHEMA, "strict": True}
-        }
-        response = self._client.responses.create(
-            model=self.cfg.model,
-            input=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-            text=text_format,
-            temperature=temperature,
-        )
-        usage = response.usage
-        return _Answer(
-            text=response.output_text or "",
-            prompt_tokens=usage.input_tokens if usage else 0,
-            completion_tokens=usage.output_tokens if usage else 0,
-        )
-
-
 class LLMJudge:
     """:class:`Judge` over an OpenAI-compatible endpoint."""
 
-    def __init__(
-        self,
-        cfg: LLMConfig,
-        usage: Usage | None = None,
-        *,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.usage = usage if usage is not None else Usage()
-        self._transport = _Transport(cfg, self.usage, sleep=sleep)
+    def __init__(self, client: LLMClient) -> None:
+        self._client = client  # closed with the judge
         self.clusters = 0
         self.failures = 0
 
+    @property
+    def usage(self) -> Usage:
+        return self._client.usage
+
     def close(self) -> None:
-        self._transport.close()
+        self._client.close()
 
     def decide(self, new: Fact, existing: Sequence[Fact]) -> list[Relation] | None:
         if not existing:
             return []
         self.clusters += 1
         try:
-            answer = self._transport._call_with_retries(SYSTEM_PROMPT, build_prompt(new, existing))
-            return parse_decisions(parse_answer(answer.text), new, existing)
+            return self._client.ask(
+                SYSTEM_PROMPT,
+                build_prompt(new, existing),
+                _ANSWER,
+                lambda value: parse_decisions(value, new, existing),
+            )
         except LLMOutputError as exc:
-            self.usage.failed_calls += 1
             self.failures += 1
             log.warning("consolidation judge: unusable answer for %s (%s); kept as is", new.id, exc)
         except ExtractionError as exc:

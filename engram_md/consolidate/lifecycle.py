@@ -93,6 +93,7 @@ from ..core.models import (
 )
 from ..core.paths import MemoryLayout
 from ..store.access import ACTIVATION_BOOST
+from ..text.words import LETTER_WORD, STOP_WORDS
 from .plan import Change, Context, FactMove, FactUpdate
 
 __all__ = [
@@ -305,23 +306,23 @@ _NOT_DONE = regex.compile(
     r"|hasn['’]?t|didn['’]?t|isn['’]?t|aren['’]?t|wasn['’]?t)\b|['’]ll\b",
     regex.IGNORECASE,
 )
-_WORD = regex.compile(r"\p{L}[\p{L}\p{N}]{2,}")
 # Words that carry no object: function words, and the verbs of promising and finishing.
-_NOISE_WORDS = frozenset(
-    """the and for with that this from into onto about after before by to of in on at our
-    your their his her its they them you she him was were are has have had been being
-    will would shall should could can may might must going want wants wanted need needs
-    promise promised promises commit committed plan plans planned make sure today tomorrow
-    tonight week weeks friday monday tuesday wednesday thursday saturday sunday next last
-    done finished finish complete completed shipped ship sent send sending delivered deliver
-    submitted submit fixed fix merged merge deployed deploy released release published
-    publish paid pay filed file booked book returned return resolved resolve handed hand
-    wrapped wrap took take care followed follow also just already finally yesterday""".split()
+_NOISE_WORDS = STOP_WORDS | frozenset(
+    """into onto about after before being shall may might must going want wants wanted need
+    needs promise promised promises commit committed plan plans planned make sure today
+    tomorrow tonight week weeks friday monday tuesday wednesday thursday saturday sunday
+    next last done finished finish complete completed shipped ship sent send sending
+    delivered deliver submitted submit fixed fix merged merge deployed deploy released
+    release published publish paid pay filed file booked book returned return resolved
+    resolve handed hand wrapped wrap took take care followed follow already finally
+    yesterday""".split()
 )
 
 
-def _content_words(text: str) -> set[str]:
-    return {w for w in (m.casefold() for m in _WORD.findall(text)) if w not in _NOISE_WORDS}
+def _object_words(text: str) -> set[str]:
+    """Words of three characters or more, led by a letter, that may name what was promised
+    or done."""
+    return {w.casefold() for w in LETTER_WORD.findall(text) if len(w) >= 3} - _NOISE_WORDS
 
 
 def _reports_completion(fact: Fact) -> bool:
@@ -353,7 +354,7 @@ def resolved_commitments(facts: Iterable[Fact]) -> dict[str, Resolution]:
     for fact in facts:
         if fact.status is not Status.ACTIVE or not _reports_completion(fact):
             continue
-        words = _content_words(fact.content)
+        words = _object_words(fact.content)
         scopes = ([("s", fact.session)] if fact.session else []) + [
             ("e", entity) for entity in fact.entities
         ]
@@ -375,7 +376,7 @@ def resolved_commitments(facts: Iterable[Fact]) -> dict[str, Resolution]:
         ]
         best: tuple[datetime, str] | None = None
         for kind, scope in scopes:
-            for word in _content_words(fact.content):
+            for word in _object_words(fact.content):
                 entries = reports.get((kind, scope, word), [])
                 if not entries:
                     continue

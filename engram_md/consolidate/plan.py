@@ -4,17 +4,20 @@ Every step of consolidation *plans* instead of writing: it returns changes, the 
 prints them (``--dry-run``), checks the safety rail, then applies them one atomic file write at
 a time. A run that is interrupted is finished by the next one, because each run plans from
 what is on disk now.
+
+:class:`Plan` is a whole run's plan: every change, combined to one per file, and the figures
+the safety rail, the summary and the next run need.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from ..core.config import Config
-from ..core.models import Fact
+from ..core.models import Fact, Status
 from ..core.paths import MemoryLayout
 
 
@@ -82,3 +85,49 @@ class Context:
     epoch: int  # consolidation epochs so far (state/consolidation.json), this run included
     facts: Sequence[tuple[Path, Fact]]
     access_counts: Mapping[str, int] = field(default_factory=dict)  # state/access.jsonl
+
+
+Step = Callable[[Context], list[Change]]  # one planning step: the folder in, changes out
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything a run would do, and the figures the safety rail and the summary need."""
+
+    changes: tuple[Change, ...]
+    now: datetime
+    epoch: int
+    total: int  # readable fact files
+    active: int  # active facts under facts/
+    new: int  # facts new since the last run
+    retiring: int  # active facts this plan retires (status change or archival move)
+    allowed: int  # what the safety rail allows
+    broken: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # steps that failed, conflicting changes that were dropped
+    unjudged: tuple[str, ...] = ()
+    seen: Mapping[str, str] = field(default_factory=dict)  # what the next run compares with
+    access_length: int = 0  # bytes of state/access.jsonl whose counts this plan folds in
+
+    @property
+    def over_limit(self) -> bool:
+        return self.retiring > self.allowed
+
+
+def retire_allowance(active: int, fraction: float) -> int:
+    """How many active facts one run may retire. One is always allowed, so a small folder can
+    still fix its one contradiction."""
+    return max(1, int(active * fraction))
+
+
+def retiring(changes: Iterable[Change], original: Mapping[Path, Fact]) -> int:
+    """Active facts that stop being active: what the safety rail counts."""
+    count = 0
+    for change in changes:
+        if isinstance(change, FactUpdate) and change.retires:
+            count += 1
+        elif isinstance(change, FactMove):
+            before = original.get(change.source)
+            if before is not None and before.status is Status.ACTIVE:
+                count += 1
+    return count

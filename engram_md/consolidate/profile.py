@@ -27,6 +27,7 @@ from pathlib import Path
 import regex
 
 from ..core.models import Category, Fact, Status
+from ..text.words import WORD
 from .lifecycle import archive_predicate, effective_importance
 from .plan import Change, Context, FileWrite
 
@@ -48,11 +49,9 @@ PROFILE_HEADER = (
     "facts by `engram-md consolidate`: change a fact, not this file.\n"
 )
 
-_WORD = regex.compile(r"[\p{L}\p{N}]+")
-
 
 def _tokens(text: str) -> frozenset[str]:
-    return frozenset(w.casefold() for w in _WORD.findall(text))
+    return frozenset(w.casefold() for w in WORD.findall(text))
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -202,7 +201,7 @@ def _join(units: Sequence[_Unit]) -> str:
 
 
 def _normalized(text: str) -> str:
-    return " ".join(w.casefold() for w in _WORD.findall(text))
+    return " ".join(w.casefold() for w in WORD.findall(text))
 
 
 def consolidate_identity(ctx: Context) -> list[Change]:

@@ -1,40 +1,31 @@
-"""Fact extraction through any OpenAI-compatible endpoint, with our own retries and accounting.
+"""Fact extraction through any OpenAI-compatible endpoint.
 
-The client's built-in retries are off (``max_retries=0``): we retry ourselves so every attempt,
-retry and token is counted in :class:`Usage`, and so delays are deterministic and testable
-(``sleep`` is injected). What the model answers is parsed leniently -- local models wrap JSON
-in code fences or prose -- and then validated strictly: an answer of the wrong shape raises
-:class:`~engram_md.core.errors.LLMOutputError` and the caller keeps the turns for a later retry,
-while single unusable facts, facts that cite no person's turn, and those beyond the per-call
-cap are dropped and reported through ``last_discarded`` so the telemetry can say which turns
-lost what, and why.
+The call itself -- API choice, retries, accounting, lenient JSON reading -- is
+:class:`~engram_md.extract.llm_client.LLMClient`'s. What the model answers is validated here,
+strictly: an answer of the wrong shape raises :class:`~engram_md.core.errors.LLMOutputError`
+and the caller keeps the turns for a later retry, while single unusable facts, facts that cite
+no person's turn, and those beyond the per-call cap are dropped and reported through
+``last_discarded`` so the telemetry can say which turns lost what, and why.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any
 
-import openai
 import regex
-from openai.types.responses import ResponseTextConfigParam
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
-from ..core.config import LLMConfig
-from ..core.crashpoints import crashpoint
-from ..core.errors import LLMOutputError, LLMUnavailable
+from ..core.errors import LLMOutputError
 from ..core.models import CandidateFact, Category, Source, Turn
 from ..core.paths import safe_slug
 from .extractor import Discard
+from .llm_client import AnswerSchema, LLMClient, Usage, snippet
 from .prompts import ENTITY_TYPES, PRIORITY, SCHEMA, SYSTEM_PROMPT, user_prompt
 
-MAX_DELAY_SECONDS = 30.0
 MAX_TAGS = 8
 MAX_ENTITIES = 8
 PREVIEW_CHARS = 80
@@ -43,38 +34,6 @@ PREVIEW_CHARS = 80
 INVALID_FACT = "invalid_fact"
 OVER_PER_CALL_CAP = "over_per_call_cap"
 NOT_FROM_A_PERSON = "not_from_a_person"
-
-# Statuses worth another try: the server is busy or broken for now, not rejecting the request.
-_RETRY_STATUSES = frozenset({408, 409, 429})
-
-
-@dataclass
-class Usage:
-    """Running counters for LLM extraction; the caller persists them (state/llm-usage.json).
-
-    ``calls`` counts every request sent, retries included; ``failed_calls`` the requests that
-    raised or whose answer was unusable; ``dropped_facts`` the facts thrown away during
-    validation (unknown category, empty content, bad shape, not from a person, over the
-    per-call cap), each of which the extractor also reports in ``last_discarded``.
-    """
-
-    calls: int = 0
-    failed_calls: int = 0
-    retries: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    dropped_facts: int = 0
-
-    def to_dict(self) -> dict[str, int]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Usage:
-        """Tolerant of missing and unknown keys, so older or newer state files still load."""
-        known = {f.name for f in fields(cls)}
-        values = {k: int(v) for k, v in d.items() if k in known and isinstance(v, int | float)}
-        return cls(**values)
-
 
 # ---- answer validation ---------------------------------------------------------------------
 
@@ -110,43 +69,8 @@ class _RawAnswer(BaseModel):
     facts: list[Any]
 
 
-_THINK = regex.compile(r"<think>.*?</think>", regex.DOTALL | regex.IGNORECASE)
-_FENCE = regex.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", regex.DOTALL)
 _SPACE = regex.compile(r"\s+")
-
-
-def _snippet(text: str, limit: int = 160) -> str:
-    flat = _SPACE.sub(" ", text).strip()
-    return flat if len(flat) <= limit else flat[:limit] + "..."
-
-
-def parse_answer(text: str) -> Any:
-    """The JSON value in a model's answer: bare, in a code fence, or after leading prose.
-
-    Raises LLMOutputError when there is none.
-    """
-    stripped = _THINK.sub("", text).strip()
-    if not stripped:
-        raise LLMOutputError("the model returned an empty answer")
-    try:
-        return json.loads(stripped)
-    except ValueError:
-        pass
-    candidates = [m.group(1).strip() for m in _FENCE.finditer(stripped)]
-    candidates.append(stripped)
-    decoder = json.JSONDecoder()
-    for candidate in candidates:
-        # raw_decode tolerates trailing prose; start at the first object or array.
-        for opener in ("{", "["):
-            start = candidate.find(opener)
-            if start < 0:
-                continue
-            try:
-                value, _ = decoder.raw_decode(candidate, start)
-            except ValueError:
-                continue
-            return value
-    raise LLMOutputError(f"the model's answer is not JSON: {_snippet(stripped)!r}")
+_ANSWER = AnswerSchema("extraction", SCHEMA)
 
 
 def _category(raw: str) -> Category | None:
@@ -264,7 +188,7 @@ def validate_answer(
         answer = _RawAnswer.model_validate(value)
     except ValidationError as exc:
         raise LLMOutputError(
-            f"the model's answer does not have the expected shape: {_snippet(str(value))!r}"
+            f"the model's answer does not have the expected shape: {snippet(str(value))!r}"
         ) from exc
 
     by_id = {t.id: t for t in turns}
@@ -312,7 +236,7 @@ def validate_answer(
     if answer.facts and shaped == 0:
         raise LLMOutputError(
             f"none of the model's {len(answer.facts)} facts has the expected fields: "
-            f"{_snippet(json.dumps(answer.facts[:2], default=str))!r}"
+            f"{snippet(json.dumps(answer.facts[:2], default=str))!r}"
         )
     if len(kept) > max_facts:
         # Keep the most valuable ones (priority order, then confidence), in answer order.
@@ -329,58 +253,24 @@ def validate_answer(
 # ---- the extractor -------------------------------------------------------------------------
 
 
-def _retry_after(exc: openai.APIStatusError) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or an HTTP date), if any."""
-    value = exc.response.headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
-@dataclass(frozen=True, slots=True)
-class _Answer:
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-
-
 class LLMExtractor:
     """The :class:`~engram_md.extract.extractor.Extractor` backed by an OpenAI-compatible
     endpoint."""
 
     name = "llm"
 
-    def __init__(
-        self,
-        cfg: LLMConfig,
-        usage: Usage | None = None,
-        *,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.cfg = cfg
-        self.usage = usage if usage is not None else Usage()
-        self._sleep = sleep
+    def __init__(self, client: LLMClient) -> None:
+        self._client = client  # closed with the extractor
         self.last_discarded: tuple[Discard, ...] = ()
-        self._client = openai.OpenAI(
-            api_key=cfg.api_key or "not-needed",
-            base_url=cfg.base_url,
-            timeout=cfg.timeout_seconds,
-            max_retries=0,
-        )
-        # OpenAI itself gets structured output; other servers get the widely supported
-        # JSON mode of chat completions.
-        use_responses = cfg.api == "responses" or (cfg.api == "auto" and not cfg.base_url)
-        self.api: str = "responses" if use_responses else "chat"
+
+    @property
+    def usage(self) -> Usage:
+        return self._client.usage
+
+    @property
+    def api(self) -> str:
+        """The API the endpoint is asked through: "responses" or "chat"."""
+        return self._client.api
 
     def close(self) -> None:
         self._client.close()
@@ -401,108 +291,13 @@ class LLMExtractor:
         self.last_discarded = ()
         if not any(t.from_person for t in turns):
             return []
-        prompt = user_prompt(turns, speakers, max_facts=self.cfg.max_facts_per_call)
-        answer = self._call_with_retries(SYSTEM_PROMPT, prompt)
-        try:
-            checked = validate_answer(
-                parse_answer(answer.text),
-                turns,
-                speakers,
-                max_facts=self.cfg.max_facts_per_call,
-            )
-        except LLMOutputError:
-            self.usage.failed_calls += 1
-            raise
+        max_facts = self._client.cfg.max_facts_per_call
+        checked = self._client.ask(
+            SYSTEM_PROMPT,
+            user_prompt(turns, speakers, max_facts=max_facts),
+            _ANSWER,
+            lambda value: validate_answer(value, turns, speakers, max_facts=max_facts),
+        )
         self.usage.dropped_facts += checked.dropped
         self.last_discarded = checked.discarded
         return checked.facts
-
-    # ---- transport
-
-    def _call_with_retries(self, system: str, user: str) -> _Answer:
-        attempts = self.cfg.max_retries + 1
-        for attempt in range(attempts):
-            if attempt:
-                self.usage.retries += 1
-            self.usage.calls += 1
-            try:
-                crashpoint("llm.before")
-                answer = self._call(system, user)
-            except openai.APIConnectionError as exc:  # includes APITimeoutError
-                self.usage.failed_calls += 1
-                kind = "timed out" if isinstance(exc, openai.APITimeoutError) else "unreachable"
-                error: LLMUnavailable = LLMUnavailable(
-                    f"LLM endpoint {kind} after {attempt + 1} attempt(s): {exc}"
-                )
-                cause: Exception = exc
-                delay = None
-            except openai.APIStatusError as exc:
-                self.usage.failed_calls += 1
-                status = exc.status_code
-                error = LLMUnavailable(
-                    f"LLM endpoint answered HTTP {status} after {attempt + 1} attempt(s): "
-                    f"{_snippet(str(exc.message))}"
-                )
-                cause = exc
-                if status < 500 and status not in _RETRY_STATUSES:
-                    # 400/401/404...: asking again will not help; the turns wait for a fix.
-                    raise error from exc
-                delay = _retry_after(exc)
-            except ValueError as exc:
-                # The HTTP body itself was not JSON: the server answered, but unusably.
-                self.usage.failed_calls += 1
-                raise LLMOutputError(f"LLM endpoint sent a body that is not JSON: {exc}") from exc
-            else:
-                crashpoint("llm.after")
-                self.usage.prompt_tokens += answer.prompt_tokens
-                self.usage.completion_tokens += answer.completion_tokens
-                return answer
-            if attempt + 1 >= attempts:
-                raise error from cause
-            if delay is None:
-                delay = self.cfg.backoff_seconds * 2**attempt
-            self._sleep(min(MAX_DELAY_SECONDS, delay))
-        raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
-
-    def _call(self, system: str, user: str) -> _Answer:
-        temperature = self.cfg.temperature if self.cfg.temperature is not None else openai.omit
-        if self.api == "responses":
-            text_format: ResponseTextConfigParam = {
-                "format": {
-                    "type": "json_schema",
-                    "name": "extraction",
-                    "schema": SCHEMA,
-                    "strict": True,
-                }
-            }
-            response = self._client.responses.create(
-                model=self.cfg.model,
-                input=[
-                    {"role": "system", "content": system},
-                    {"role": "user", "content": user},
-                ],
-                text=text_format,
-                temperature=temperature,
-            )
-            usage = response.usage
-            return _Answer(
-                text=response.output_text or "",
-                prompt_tokens=usage.input_tokens if usage else 0,
-                completion_tokens=usage.output_tokens if usage else 0,
-            )
-        completion = self._client.chat.completions.create(
-            model=self.cfg.model,
-            messages=[
-                {"role": "system", "content": system},
-                {"role": "user", "content": user},
-            ],
-            response_format={"type": "json_object"},
-            temperature=temperature,
-        )
-        chat_usage = completion.usage
-        text = completion.choices[0].message.content if completion.choices else None
-        return _Answer(
-            text=text or "",
-            prompt_tokens=chat_usage.prompt_tokens if chat_usage else 0,
-            completion_tokens=chat_usage.completion_tokens if chat_usage else 0,
-        )

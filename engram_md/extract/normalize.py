@@ -17,6 +17,7 @@ import regex as _re
 
 from ..core.models import Category, ConfidenceTier, MemoryKind, PolicyClass
 from ..text.signals import TEMPORAL_MARKER
+from ..text.words import words
 
 __all__ = [
     "EPISODE_CATEGORIES",
@@ -117,7 +118,6 @@ _TRIVIAL_WORDS = frozenset(
     ).split()
 )
 _TRIVIAL_SOUND = _re.compile(r"(?:h+m+|(?:ha)+h?|(?:he)+h?|a+h+|u+h+|u+m+|e+r+m*|o+h+|m+h*)")
-_WORD = _re.compile(r"[^\W\d_]+|\d+")
 _TRIVIAL_MAX_CHARS = 10
 _TRIVIAL_MAX_WORDS = 8
 _TRIVIAL_SCORE = 0.1
@@ -140,12 +140,12 @@ def _is_trivial(content: str) -> bool:
     text = content.strip()
     if len(text) <= _TRIVIAL_MAX_CHARS:
         return True
-    words = _WORD.findall(text.casefold())
-    if not words:
+    found = words(text)
+    if not found:
         return True  # punctuation and emoji only
-    if len(words) > _TRIVIAL_MAX_WORDS:
+    if len(found) > _TRIVIAL_MAX_WORDS:
         return False
-    return all(w in _TRIVIAL_WORDS or _TRIVIAL_SOUND.fullmatch(w) for w in words)
+    return all(w in _TRIVIAL_WORDS or _TRIVIAL_SOUND.fullmatch(w) for w in found)
 
 
 def importance_score(content: str, category: Category) -> float:

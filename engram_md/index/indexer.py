@@ -51,7 +51,7 @@ from ..store.dedup import HashIndex
 from ..store.fact_store import MemoryStore
 from ..store.factfile import read_fact
 from ..text.embeddings import Embedder
-from ..text.hashing import normalize_text
+from ..text.words import STOP_WORDS, WORD, content_words, words
 from .boxindex import box_row, sync_boxes
 from .table import IndexRow, MemoryIndex
 
@@ -59,14 +59,6 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
 
-# Words too common to say two statements are about the same thing.
-_STOP = frozenset(
-    "a an the and or but of to in on at for with by from is are was were be been it its this "
-    "that these those as i you he she we they my your his her our their me him them not no "
-    "so do does did has have had will would can could should just very also".split()
-)
-
-_WORD = regex.compile(r"[\p{L}\p{N}]+")
 _SENTENCE_END = regex.compile(r"(?<=[.!?])\s+")
 
 FACT_KIND = "fact"
@@ -130,13 +122,9 @@ def _row(rel: str, fact: Fact, mtime_ns: int) -> IndexRow:
     )
 
 
-def content_words(text: str) -> set[str]:
-    return {w for w in normalize_text(text).split() if w not in _STOP}
-
-
 def word_overlap(a: str, b: str) -> float:
     """Jaccard overlap of content words: the second test a near-duplicate must pass."""
-    wa, wb = content_words(a), content_words(b)
+    wa, wb = set(content_words(a)), set(content_words(b))
     if not wa or not wb:
         return 0.0
     return len(wa & wb) / len(wa | wb)
@@ -147,10 +135,10 @@ def specifics(text: str) -> set[str]:
     and names (a capitalized word that does not start its sentence), casefolded."""
     found: set[str] = set()
     for sentence in _SENTENCE_END.split(text):
-        for position, word in enumerate(_WORD.findall(sentence)):
+        for position, word in enumerate(WORD.findall(sentence)):
             if any(ch.isdigit() for ch in word) or (position > 0 and word[0].isupper()):
                 found.add(word.casefold())
-    return found - _STOP
+    return found - STOP_WORDS
 
 
 def same_specifics(a: str, b: str) -> bool:
@@ -159,7 +147,7 @@ def same_specifics(a: str, b: str) -> bool:
     "The meeting is on Monday" and "... on Tuesday" share most words and embed almost alike,
     yet the second is news, not a confirmation of the first.
     """
-    words_a, words_b = set(normalize_text(a).split()), set(normalize_text(b).split())
+    words_a, words_b = set(words(a)), set(words(b))
     return specifics(a) <= words_b and specifics(b) <= words_a
 
 

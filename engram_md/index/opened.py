@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from ..core.config import Config
 from ..core.lock import WriterLock
 from ..core.paths import MemoryLayout
-from ..extract.llm_extractor import Usage
+from ..extract.llm_client import Usage
 from ..store.fact_store import MemoryStore
 from ..text.embeddings import Embedder
 from .indexer import Indexer

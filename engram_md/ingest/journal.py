@@ -11,7 +11,9 @@ buffer; every turn ever journaled is "seen", so the same input fed again after a
 not processed twice. A torn last line (kill -9 mid-write) is ignored. Compaction rewrites the
 file atomically as one ``seen`` record (the 16-byte digests of every done turn key, sorted,
 concatenated, base64; see seen_set.py) plus the pending turns. A ``seen`` record with
-``"keys"`` (the turn keys themselves, written before digests) is still read.
+``"keys"`` (the turn keys themselves, written before digests) is still read. Forget compacts
+it too (:func:`compact_journal`), so the text of turns already turned into memories leaves
+the disk.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -194,6 +196,25 @@ class Journal:
     @property
     def seen_count(self) -> int:
         return len(self._done) + len(self._pending)
+
+
+def compact_journal(path: Path, finish: Collection[tuple[str, str]] = ()) -> list[Turn]:
+    """Compact the journal at ``path`` (when there is one), from outside the daemon: only
+    digests of done turns and the pending turns are left. Pending turns named in ``finish``
+    ((session, turn id): a forgotten fact's sources, journaled by a batch that crashed before
+    it was marked done) are marked done first, or a restart would extract them again and
+    write the fact back. Returns those turns."""
+    if not path.exists():
+        return []
+    journal = Journal(path, fsync_each=False)
+    journal.open()
+    try:
+        finished = [t for t in journal.pending if (t.session, t.id) in finish]
+        journal.mark_done(finished)
+        journal.compact()
+    finally:
+        journal.close()
+    return finished
 
 
 def pending_count(path: Path) -> int:

@@ -29,9 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from ..core.config import BoxConfig
+from ..core.errors import MemoryFileError
 from ..core.models import Fact
+from ..core.paths import MemoryLayout
 from ..core.statefile import load_json, save_json
-from ..store.factfile import format_time
+from ..store.factfile import format_time, read_fact
 from ..text.hashing import short_hash
 from .topics import fact_topics, topic_overlap
 
@@ -88,9 +90,7 @@ class OpenBox:
         return frozenset(topic for topic, _ in self.topic_counts)
 
     def ranked_topics(self, limit: int = MAX_BOX_TOPICS) -> tuple[str, ...]:
-        """The most frequent topics first (ties alphabetical), then sorted for the file."""
-        ranked = sorted(self.topic_counts, key=lambda item: (-item[1], item[0]))[:limit]
-        return tuple(sorted(topic for topic, _ in ranked))
+        return rank_topics(self.topic_counts, limit)
 
     def has(self, fact_id: str) -> bool:
         return any(m.id == fact_id for m in self.members)
@@ -122,6 +122,33 @@ class Box:
     outcome: str
     summary: str
     members: tuple[BoxMember, ...]
+
+
+def rank_topics(counts: Iterable[tuple[str, int]], limit: int = MAX_BOX_TOPICS) -> tuple[str, ...]:
+    """The most frequent topics first (ties alphabetical), then sorted for the file."""
+    ranked = sorted(counts, key=lambda item: (-item[1], item[0]))[:limit]
+    return tuple(sorted(topic for topic, _ in ranked))
+
+
+def ranked_topics(facts: Iterable[Fact]) -> tuple[str, ...]:
+    """A box's topics from its facts, ranked the way a sealed box ranks them."""
+    counts: Counter[str] = Counter()
+    for fact in facts:
+        counts.update(fact_topics(fact))
+    return rank_topics(counts.items())
+
+
+def member_facts(layout: MemoryLayout, members: Iterable[BoxMember]) -> dict[str, Fact]:
+    """The fact files of ``members`` that can be read, by member id. A box keeps its members'
+    statements and links only: what ordering, topics and the summary need comes from these."""
+    out: dict[str, Fact] = {}
+    for member in members:
+        try:
+            fact = read_fact(layout.memory_dir / member.path)
+        except (MemoryFileError, ValueError):
+            continue
+        out[member.id or fact.id] = fact
+    return out
 
 
 def box_id_for(fact: Fact) -> str:
@@ -229,6 +256,30 @@ class BoxBuilder:
             if box.id == box_id:
                 del self._open[session]
                 self.save()
+
+    def drop(self, ids: set[str], layout: MemoryLayout) -> dict[str, str]:
+        """Take the facts ``ids`` out of the open boxes (forgotten, or deleted by hand); an
+        emptied box goes. The topic counts are made again from the members left (their fact
+        files), so the box no longer carries the dropped facts' topics. Returns fact id -> the
+        open box it was in."""
+        hits: dict[str, str] = {}
+        for session, box in list(self._open.items()):
+            kept = tuple(m for m in box.members if m.id not in ids)
+            if len(kept) == len(box.members):
+                continue
+            hits.update({m.id: box.id for m in box.members if m.id in ids})
+            if not kept:
+                del self._open[session]
+                continue
+            counts: Counter[str] = Counter()
+            for fact in member_facts(layout, kept).values():
+                counts.update(self.topics_of(fact))
+            self._open[session] = replace(
+                box, members=kept, topic_counts=tuple(sorted(counts.items()))
+            )
+        if hits:
+            self.save()
+        return hits
 
     # ------------------------------------------------------------ state file
     def save(self) -> None:

@@ -5,11 +5,19 @@ and git hosts can follow them. The bytes depend only on the box, so a replay wri
 file and `git diff` stays quiet. The frontmatter is written and read by the fact file's YAML
 rules (:mod:`engram_md.store.factfile`): the same formatting, and the same limits on what a broken
 or hostile file may cost.
+
+A box file also edits itself when its members change outside the structure stage: a forgotten
+fact leaves it (:func:`drop_from_boxes`, the box deleted once empty), and doctor writes a
+fact back into the box its ``boxId`` names (:func:`add_box_members`). Either way the summary,
+goal and topics are made again from the members, as the seal made them.
 """
 
 from __future__ import annotations
 
+import logging
 import posixpath
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -17,11 +25,14 @@ from typing import Any
 import regex
 import yaml
 
-from ..core.atomic import atomic_write_text
+from ..core.atomic import atomic_write_text, is_temp_file
 from ..core.errors import MemoryFileError
+from ..core.models import Fact
 from ..core.paths import MemoryLayout
 from ..store.factfile import _as_utc, _Dumper, _load
-from .boxes import Box, BoxMember, box_day
+from .boxes import Box, BoxMember, Summarizer, box_day, member_facts, ranked_topics
+
+log = logging.getLogger(__name__)
 
 MEMORIES_HEADING = "## Memories"
 _LINK = regex.compile(r"^- \[(?P<text>(?:\\.|[^\]\\])*)\]\((?P<href>[^)]*)\)\s*$")
@@ -191,3 +202,125 @@ def write_box(layout: MemoryLayout, box: Box, *, fsync: bool = True) -> tuple[Pa
         pass
     atomic_write_text(path, text, fsync=fsync)
     return path, True
+
+
+def box_files(layout: MemoryLayout) -> list[Path]:
+    """Every box file in the memory folder, in path order."""
+    if not layout.boxes_dir.is_dir():
+        return []
+    return [p for p in sorted(layout.boxes_dir.rglob("*.md")) if not is_temp_file(p)]
+
+
+def boxes_listing(layout: MemoryLayout, ids: set[str]) -> list[Box]:
+    """The readable box files that list any of ``ids`` (unreadable ones are skipped)."""
+    found: list[Box] = []
+    for path in box_files(layout):
+        try:
+            box = read_box(path, layout)
+        except MemoryFileError:
+            continue
+        if ids.intersection(box.memory_ids) or any(m.id in ids for m in box.members):
+            found.append(box)
+    return found
+
+
+# ---------------------------------------------------------------- members changed
+
+
+@dataclass(frozen=True)
+class BoxEdit:
+    """A box file rewritten with other members, or deleted (``box`` None: none was left)."""
+
+    box_id: str
+    path: Path
+    removed: tuple[str, ...]  # member ids dropped
+    box: Box | None
+
+    @property
+    def deleted(self) -> bool:
+        return self.box is None
+
+
+def drop_box_members(layout: MemoryLayout, path: Path, gone: set[str]) -> BoxEdit | None:
+    """Rewrite the box at ``path`` without the members in ``gone`` (None if it has none of
+    them). The summary, goal and topics are made again from the members left, so the box
+    no longer quotes what was dropped; a box left empty is deleted."""
+    box = read_box(path, layout)
+    removed = tuple(i for i in box.memory_ids if i in gone)
+    if not removed and not any(m.id in gone for m in box.members):
+        return None
+    memory_ids = tuple(i for i in box.memory_ids if i not in gone)
+    kept = [m for m in box.members if m.id not in gone]
+    if not memory_ids:
+        path.unlink(missing_ok=True)
+        return BoxEdit(box.id, path, removed, None)
+    facts = member_facts(layout, kept)
+    members = tuple(BoxMember.of(facts[m.id], m.path) if m.id in facts else m for m in kept)
+    said = Summarizer().summarize(members)
+    times = [m.created for m in members if m.created is not None]
+    new = replace(
+        box,
+        memory_ids=memory_ids,
+        members=members,
+        topics=ranked_topics(facts.values()) if facts else box.topics,
+        summary=said.summary,
+        goal=said.goal,
+        created_at=min(times) if times else box.created_at,
+    )
+    atomic_write_text(path, render_box(new), fsync=False)
+    return BoxEdit(box.id, path, removed, new)
+
+
+def drop_from_boxes(layout: MemoryLayout, gone: set[str]) -> list[BoxEdit]:
+    """Drop ``gone`` from every box file that lists them (unreadable ones are skipped)."""
+    edits: list[BoxEdit] = []
+    for path in box_files(layout):
+        try:
+            edit = drop_box_members(layout, path, gone)
+        except MemoryFileError as exc:
+            log.warning("%s", exc)
+            continue
+        if edit is not None:
+            edits.append(edit)
+    return edits
+
+
+def add_box_members(
+    layout: MemoryLayout, path: Path, joining: Sequence[tuple[str, Fact]]
+) -> BoxEdit:
+    """Write the box at ``path`` again with ``joining`` (path relative to the memory folder,
+    fact) among its members, as its seal would have written it: members in the order said,
+    summary, goal and topics made from all of them (:func:`drop_box_members` in reverse)."""
+    box = read_box(path, layout)
+    found = member_facts(layout, box.members)
+    members = [BoxMember.of(found[m.id], m.path) if m.id in found else m for m in box.members]
+    # Members whose file cannot be read stay listed, and keep a fact of their id out.
+    facts: dict[str, Fact | None] = {**dict.fromkeys(m.id for m in box.members), **found}
+    for rel, fact in sorted(joining, key=lambda item: (item[1].created, item[1].id)):
+        if fact.id not in facts:  # two files may hold one id
+            facts[fact.id] = fact
+            _insert_in_order(members, BoxMember.of(fact, rel))
+    said = Summarizer().summarize(tuple(members))
+    created = [f.created for _, f in joining]
+    new = replace(
+        box,
+        memory_ids=tuple(m.id for m in members),
+        members=tuple(members),
+        topics=ranked_topics(f for f in facts.values() if f is not None),
+        summary=said.summary,
+        goal=said.goal,
+        created_at=min([box.created_at, *created]),
+        sealed_at=max([box.sealed_at, *created]),
+    )
+    atomic_write_text(path, render_box(new))
+    return BoxEdit(box.id, path, (), new)
+
+
+def _insert_in_order(members: list[BoxMember], member: BoxMember) -> None:
+    """Before the first member said later: a box lists its facts in the order they joined,
+    which is the order they were said."""
+    said = member.created
+    later = (
+        i for i, m in enumerate(members) if said is not None and m.created and m.created > said
+    )
+    members.insert(next(later, len(members)), member)

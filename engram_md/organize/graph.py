@@ -44,6 +44,7 @@ from ..core.atomic import atomic_write_text
 from ..core.config import GraphConfig
 from ..core.models import Fact
 from ..store.factfile import format_time
+from ..text.words import LETTER_WORD, STOP_WORDS, content_words
 from .activation import Adjacency
 from .topics import entity_topic, normalize_topic
 
@@ -65,18 +66,18 @@ CAUSAL_MARKER = regex.compile(
     r"owing\s+to|thanks\s+to|consequently|which\s+is\s+why|that'?s\s+why)\b",
     regex.IGNORECASE,
 )
-_WORD = regex.compile(r"\p{L}[\p{L}\p{N}]*")
-_STOPWORDS = frozenset(
+# Besides the function words: words too common in conversation to say that two statements
+# are about the same thing, and the causal markers themselves (the rule that uses these words
+# looks for a shared subject, not for the marker).
+_STOP = STOP_WORDS | frozenset(
     """
-    a about above after again against all also am an and any are as at be because been before
-    being below between both but by can could did do does doing done down due during each few
-    for from further had has have having he her here hers him his how i if in into is it its
-    just led let like made make many may me might more most much must my near need next no nor
-    not now of off on once one only or other our ours out over own per result same she should
-    since so some such than that the their theirs them then there therefore these they this
-    those through thus to too under until up upon us very via was we were what when where which
-    while who whom why will with within without would yes yet you your yours yesterday today
-    tomorrow week month year day days weeks months years want wants wanted always never
+    about above after again against all am any because before being below between both doing
+    done down due during each few further having here hers how if into led let like made
+    make many may might more most much must near need next nor now off once one only other
+    ours out over own per result same since some such than theirs then there therefore
+    through thus too under until up upon us via what when where which while who whom why
+    within without yes yet yours yesterday today tomorrow week month year day days weeks
+    months years want wants wanted always never
     """.split()
 )
 
@@ -116,13 +117,10 @@ class Node:
     words: tuple[str, ...]  # normalized content words of the statement
 
 
-def content_words(text: str) -> tuple[str, ...]:
-    """Normalized content words (stop words, short words and numbers left out), sorted."""
-    words = {
-        normalize_topic(w)
-        for w in _WORD.findall(text.casefold())
-        if len(w) >= 3 and w not in _STOPWORDS
-    }
+def node_words(text: str) -> tuple[str, ...]:
+    """Content words normalized as topics (stop words, short words and numbers left out),
+    sorted."""
+    words = {normalize_topic(w) for w in content_words(text, _STOP, LETTER_WORD) if len(w) >= 3}
     words.discard("")
     return tuple(sorted(words))
 
@@ -141,7 +139,7 @@ def node_for(fact: Fact) -> Node:
         confidence=fact.confidence,
         entities=tuple(sorted(entities)),
         things=tuple(sorted(t for t, thing in entities.items() if thing)),
-        words=content_words(fact.content),
+        words=node_words(fact.content),
     )
 
 

@@ -8,14 +8,17 @@ boxes share most often, so a long trace keeps its subject instead of matching ev
 
 ``state/traces.json`` holds every trace with its boxes (id, path, times, topics, size): enough
 for ``engram-md traces`` to list them without opening a box file. Weaving is idempotent: a
-box that is already in a trace (a seal repeated after a crash) keeps that trace.
+box that is already in a trace (a seal repeated after a crash) keeps that trace. A box file
+rewritten or deleted later (a fact forgotten, or written back by doctor) is followed with
+:func:`update_traces`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,8 @@ from ..core.config import TraceConfig
 from ..core.statefile import load_json, save_json
 from ..store.factfile import format_time
 from ..text.hashing import short_hash
+from .boxes import Box
+from .boxfile import BoxEdit
 from .topics import topic_overlap
 
 log = logging.getLogger(__name__)
@@ -152,6 +157,32 @@ class TraceWeaver:
             self._box_to_trace.pop(box_id, None)
         return removed
 
+    def update_boxes(self, boxes: Iterable[Box]) -> None:
+        """Follow boxes rewritten with other members: each one's size, topics and first
+        time, and the topics of its trace. The trace's own times stay: they record when the
+        thread of work was active."""
+        changed = {box.id: box for box in boxes}
+        for trace in list(self._traces.values()):
+            if not any(b.id in changed for b in trace.boxes):
+                continue
+            entries = tuple(
+                replace(
+                    entry,
+                    created_at=box.created_at,
+                    topics=box.topics,
+                    memories=len(box.memory_ids),
+                )
+                if (box := changed.get(entry.id)) is not None
+                else entry
+                for entry in trace.boxes
+            )
+            counts = Counter[str]()
+            for entry in entries:
+                counts.update(entry.topics)
+            self._traces[trace.id] = replace(
+                trace, boxes=entries, topic_counts=tuple(sorted(counts.items()))
+            )
+
     # ------------------------------------------------------------ state file
     def to_json(self) -> dict[str, Any]:
         return {
@@ -225,6 +256,16 @@ def _trace_from_json(trace_id: str, raw: Any) -> Trace:
         boxes=boxes,
         topic_counts=counts,
     )
+
+
+def update_traces(cfg: TraceConfig, path: Path, edits: Sequence[BoxEdit]) -> None:
+    """Bring ``state/traces.json`` at ``path`` in line with box files rewritten or deleted."""
+    if not edits or not path.exists():
+        return
+    weaver = TraceWeaver(cfg, path)
+    weaver.remove_boxes({e.box_id for e in edits if e.box is None})
+    weaver.update_boxes(e.box for e in edits if e.box is not None)
+    weaver.save()
 
 
 def load_traces(path: Path) -> list[Trace]:

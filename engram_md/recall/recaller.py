@@ -21,7 +21,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
 
 import numpy as np
 import regex
@@ -32,7 +31,9 @@ from ..organize.activation import Activation, Adjacency, Step, activate
 from ..store.access import ACTIVATION_BOOST, AccessLog
 from ..text.dates import parse_absolute_dates
 from ..text.embeddings import Embedder
+from ..text.words import estimate_tokens
 from .neighbors import neighbour_support
+from .wire import ExplainedCandidate, Memory, RecallAnswer, render_block
 
 # Facts only: boxes have their own short section (topic windows).
 FACTS = "kind = 'fact'"
@@ -40,11 +41,6 @@ ACTIVE = "status = 'active' AND kind = 'fact'"
 ACTIVE_BOXES = "status = 'active' AND kind = 'box'"
 # Categories that tell the agent how to behave: shown first when relevant.
 PROCEDURAL = frozenset({"preference", "principle", "skill"})
-
-
-def estimate_tokens(text: str) -> int:
-    """The one token estimate used everywhere: 4 characters of content, rounded up."""
-    return math.ceil(len(text) / 4)
 
 
 @dataclass(frozen=True)
@@ -145,86 +141,43 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class Memory:
-    id: str
-    path: str
-    category: str
-    memory_kind: str
-    content: str
-    score: float
-    source_turn_ids: tuple[str, ...]
-    created: datetime
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "path": self.path,
-            "category": self.category,
-            "memoryKind": self.memory_kind,
-            "content": self.content,
-            "score": round(self.score, 4),
-            "sourceTurnIds": list(self.source_turn_ids),
-            "created": self.created.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        }
-
-
-@dataclass(frozen=True)
 class RecallResult:
     query: str
     memories: tuple[Memory, ...]
     tokens: int
     budget: int
-    candidates: tuple[Candidate, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        """The DESIGN.md contract: {"query", "memories": [...], "tokens"}."""
-        return {
-            "query": self.query,
-            "memories": [m.to_json() for m in self.memories],
-            "tokens": self.tokens,
-        }
+    candidates: tuple[Candidate, ...] = ()  # with explain only
 
     def render(self) -> str:
-        """Seed 004's prompt block: one ``[TYPE] content`` line per memory."""
-        lines = ["<memory>"]
-        for m in self.memories:
-            label = m.category.upper()
-            if m.memory_kind == "box":
-                lines.append(f"[TOPIC WINDOW] {m.created:%Y-%m-%d}: {m.content}")
-            elif m.memory_kind == "episode":
-                lines.append(f"[{label}] {m.created:%Y-%m-%d}: {m.content}")
-            else:
-                lines.append(f"[{label}] {m.content}")
-        lines.append("</memory>")
-        return "\n".join(lines)
+        """Seed 004's prompt block (see :func:`engram_md.recall.wire.render_block`)."""
+        return render_block(self.memories)
 
-    def explain_json(self) -> dict[str, Any]:
-        return {
-            **self.to_json(),
-            "budget": self.budget,
-            "candidates": [
-                {
-                    "id": c.row.id,
-                    "path": c.row.path,
-                    "status": c.row.status,
-                    "content": c.row.content,
-                    "kept": c.kept,
-                    "reason": c.reason,
-                    "channels": list(c.channels),
-                    "parts": {k: round(getattr(c.parts, k), 4) for k in _PART_NAMES},
-                    "graphPath": [
-                        {
-                            "kind": step.kind,
-                            "source": step.source,
-                            "target": step.target,
-                            "confidence": round(step.confidence, 3),
-                        }
-                        for step in c.path
-                    ],
-                }
+    def answer(self, *, explain: bool = False) -> RecallAnswer:
+        """The wire form of this result; with ``explain``, its budget and every candidate."""
+        if not explain:
+            return RecallAnswer(self.query, self.memories, self.tokens)
+        return RecallAnswer(
+            self.query,
+            self.memories,
+            self.tokens,
+            budget=self.budget,
+            candidates=tuple(
+                ExplainedCandidate(
+                    id=c.row.id,
+                    path=c.row.path,
+                    status=c.row.status,
+                    content=c.row.content,
+                    kept=c.kept,
+                    reason=c.reason,
+                    channels=c.channels,
+                    parts={name: round(getattr(c.parts, name), 4) for name in _PART_NAMES},
+                    graph_path=tuple(
+                        step._replace(confidence=round(step.confidence, 3)) for step in c.path
+                    ),
+                )
                 for c in self.candidates
-            ],
-        }
+            ),
+        )
 
 
 # Read once: explain walks these per candidate instead of deep-copying via asdict.

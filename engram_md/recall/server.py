@@ -9,7 +9,8 @@ Protocol (HTTP/1.1, keep-alive, JSON both ways, every request carries
 ``Authorization: Bearer <token>``)::
 
     POST /recall  {"query", "budget", "top_k", "include_inactive", "explain", "record_access"}
-        200  RecallResult.to_json() (explain_json() with explain) + {"block": render()}
+        200  a RecallAnswer's JSON (wire.py) + {"block": the rendered <memory> block, for
+             clients that only print it; RecallClient renders the same block itself}
         400  bad JSON or fields       401  wrong or missing token
         413  body over 1 MiB          500  recall itself failed (the server keeps running)
     GET /health
@@ -42,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.atomic import TMP_MARKER
 from ..core.errors import ConfigError, RecallServerError
+from .wire import RecallAnswer
 
 if TYPE_CHECKING:  # the recall stack (LanceDB, the model) loads only where it runs
     from .recaller import Recaller
@@ -154,13 +156,13 @@ class _Handler(BaseHTTPRequestHandler):
                 explain=request.explain,
                 record_access=request.record_access,
             )
-            answer = result.explain_json() if request.explain else result.to_json()
-            answer["block"] = result.render()
+            answer = result.answer(explain=request.explain)
+            payload = {**answer.to_json(), "block": answer.render()}
         except Exception as exc:  # one failed query must not end the daemon
             log.warning("recall request failed", exc_info=True)
             self._send(500, {"error": f"recall failed: {exc}"})
             return
-        self._send(200, answer)
+        self._send(200, payload)
 
     # ------------------------------------------------------------ helpers
 
@@ -479,7 +481,7 @@ class RecallClient:
         include_inactive: bool | None = None,
         explain: bool = False,
         record_access: bool = True,
-    ) -> dict[str, Any]:
+    ) -> RecallAnswer:
         body = {
             "query": query,
             "budget": budget_tokens,
@@ -488,7 +490,14 @@ class RecallClient:
             "explain": explain,
             "record_access": record_access,
         }
-        return self._request("POST", "/recall", json.dumps(body).encode())
+        answer = self._request("POST", "/recall", json.dumps(body).encode())
+        try:
+            return RecallAnswer.from_json(answer)
+        except ValueError as exc:
+            where = f"{self.endpoint.host}:{self.endpoint.port}"
+            raise RecallServerError(
+                f"recall daemon at {where} answered an unreadable recall: {exc}"
+            ) from exc
 
     def health(self) -> dict[str, Any]:
         return self._request("GET", "/health", None)

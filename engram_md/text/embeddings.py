@@ -3,7 +3,8 @@
 * :class:`LocalMiniLM` — all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime; the offline default.
 * :class:`OpenAIEmbedder` — any OpenAI-compatible ``/embeddings`` endpoint.
 * :class:`CachedEmbedder` — wraps either, remembering vectors on disk under ``state/`` so a
-  reindex of an unchanged memory folder never recomputes one.
+  reindex of an unchanged memory folder never recomputes one; it forgets the vectors of
+  forgotten text on request (:meth:`CachedEmbedder.scrub`).
 
 Every embedder returns float32 rows of unit length, so a dot product is a cosine similarity
 and the index can compare vectors from any of them the same way (within one ``model_id``).
@@ -14,7 +15,7 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -307,6 +308,10 @@ class OpenAIEmbedder:
 
 # --------------------------------------------------------------------------- disk cache
 
+# A scrubbed cache record keeps its place (readers address rows by position) but no longer
+# answers for the forgotten text: its key becomes this value and its vector zeros.
+SCRUBBED_KEY = 0
+
 
 class _VectorFile:
     """One append-only cache file pair for a (model, width).
@@ -369,6 +374,44 @@ class _VectorFile:
             self.index[key] = start + offset
 
 
+def _width(keys_path: Path) -> int | None:
+    """The vector width a cache file's name states (``<stem>-d<dim>.keys``)."""
+    try:
+        dim = int(keys_path.stem.rsplit("-d", 1)[1])
+    except (IndexError, ValueError):
+        return None
+    return dim if dim > 0 else None
+
+
+def _scrub_records(keys_path: Path, dim: int, keys: set[int]) -> int:
+    """Overwrite the records of ``keys`` in one cache file pair in place, under the writers'
+    ``flock``: vectors zeroed first, then keys set to :data:`SCRUBBED_KEY`. Returns how many
+    records that was (a key two processes raced to write has two)."""
+    with open(keys_path, "r+b") as keys_file:
+        fcntl.flock(keys_file, fcntl.LOCK_EX)
+        try:
+            stored = np.fromfile(keys_path, dtype="<u8")
+            rows = [int(i) for i in np.flatnonzero(np.isin(stored, list(keys)))]
+            if not rows:
+                return 0
+            zero_row = np.zeros(dim, dtype="<f4").tobytes()
+            with open(keys_path.with_suffix(".f32"), "r+b") as vecs_file:
+                for row in rows:
+                    vecs_file.seek(row * 4 * dim)
+                    vecs_file.write(zero_row)
+                vecs_file.flush()
+                os.fsync(vecs_file.fileno())
+            zero_key = np.array([SCRUBBED_KEY], dtype="<u8").tobytes()
+            for row in rows:
+                keys_file.seek(row * 8)
+                keys_file.write(zero_key)
+            keys_file.flush()
+            os.fsync(keys_file.fileno())
+            return len(rows)
+        finally:
+            fcntl.flock(keys_file, fcntl.LOCK_UN)
+
+
 class CachedEmbedder:
     """Any embedder, with its vectors remembered on disk by (model_id, text).
 
@@ -411,11 +454,8 @@ class CachedEmbedder:
             key=lambda p: p.stat().st_mtime_ns,
         )
         for path in reversed(candidates):
-            try:
-                dim = int(path.stem.rsplit("-d", 1)[1])
-            except (IndexError, ValueError):
-                continue
-            if dim > 0:
+            dim = _width(path)
+            if dim is not None:
                 self._file = self._open(dim)
                 return
 
@@ -430,6 +470,26 @@ class CachedEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         with self._lock:
             return self._embed(texts)
+
+    def scrub(self, texts: Iterable[str]) -> int:
+        """Forget the cached vectors of ``texts`` (forgotten statements); returns how many
+        records held them. Each record is overwritten where it is (:func:`_scrub_records`),
+        in every width this model was cached at, and this embedder stops answering from it.
+        """
+        keys = {self.key(text) for text in texts if text}
+        keys.discard(SCRUBBED_KEY)
+        if not keys or not self._cache_dir.is_dir():
+            return 0
+        hit = 0
+        with self._lock:
+            for keys_path in sorted(self._cache_dir.glob(f"{self._stem_name}-d*.keys")):
+                dim = _width(keys_path)
+                if dim is not None:
+                    hit += _scrub_records(keys_path, dim, keys)
+            if self._file is not None:
+                for key in keys:
+                    self._file.index.pop(key, None)
+        return hit
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
         self._open_existing()

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import regex
 import xxhash
 
-_NON_WORD = regex.compile(r"[^\p{L}\p{N}\s]+")
-_SPACE = regex.compile(r"\s+")
+from .words import words
 
 
 def normalize_text(text: str) -> str:
-    """Lowercase, punctuation to spaces, whitespace collapsed: "Uses uv!" == "uses  uv"."""
-    return _SPACE.sub(" ", _NON_WORD.sub(" ", text.casefold())).strip()
+    """Casefolded words joined by single spaces, punctuation dropped: "Uses uv!" == "uses  uv"."""
+    return " ".join(words(text))
 
 
 def content_hash(text: str) -> str:

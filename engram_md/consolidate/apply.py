@@ -1,0 +1,172 @@
+"""Applying a consolidation plan: the safety rail, then one atomic write per file.
+
+The plan is ordered so that a survivor is written before the fact it retires
+(:func:`.combine.combine`): a run killed between two writes leaves a folder the next run
+finishes, never a retired fact pointing at a successor that does not know it. After the
+files, the index and the hash index follow, and the recall counts folded into frontmatter
+leave ``state/access.jsonl``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from ..core.atomic import atomic_write_text, sweep_temp_files
+from ..core.crashpoints import crashpoint
+from ..core.errors import EngramError
+from ..core.models import MemoryKind
+from ..core.paths import MemoryLayout
+from ..core.telemetry import ActionLog
+from ..index.indexer import Indexer
+from ..store.access import AccessLog
+from ..store.fact_store import MemoryStore
+from ..store.factfile import write_fact
+from .plan import Change, FactCreate, FactMove, FactUpdate, FileWrite, Plan, Progress
+from .report import relative_path
+
+
+class RetireLimitError(EngramError):
+    """A run would retire more active facts than ``consolidate.max_retire_fraction`` allows."""
+
+
+def check_retire_limit(plan: Plan, max_fraction: float) -> None:
+    """The safety rail: raise :class:`RetireLimitError` when ``plan`` retires more active
+    facts than one run may (``max_fraction`` of them; see :func:`.plan.retire_allowance`)."""
+    if plan.over_limit:
+        raise RetireLimitError(
+            f"this run would retire {plan.retiring} of {plan.active} active facts, more than "
+            f"consolidate.max_retire_fraction ({max_fraction:.0%}, "
+            f"{plan.allowed} facts) allows; review it with --dry-run, then run with --force"
+        )
+
+
+def sweep_orphans(layout: MemoryLayout) -> int:
+    """Delete temp files a killed writer left in ``memory/`` (``.<name>.tmp-<pid>``).
+
+    Only called by a run that holds the writer lock, so no write is in flight.
+    """
+    return sweep_temp_files(layout.memory_dir)
+
+
+def _telemetry_action(change: Change) -> str:
+    if isinstance(change, FactCreate):
+        episode = change.fact.memory_kind is MemoryKind.EPISODE
+        return "store_episode" if episode else "store_note"
+    if isinstance(change, FileWrite):
+        return "create_artifact"
+    return "update_note"
+
+
+def _memory_id(change: Change) -> str | None:
+    if isinstance(change, FactUpdate | FactMove):
+        return change.after.id
+    if isinstance(change, FactCreate):
+        return change.fact.id
+    return None
+
+
+def apply_change(layout: MemoryLayout, change: Change, *, fsync: bool = True) -> bool:
+    """Write one change atomically. Returns whether anything on disk changed."""
+    if isinstance(change, FactUpdate):
+        return write_fact(layout.inside(change.path), change.after, fsync=fsync)
+    if isinstance(change, FactCreate):
+        return write_fact(layout.inside(change.path), change.fact, fsync=fsync)
+    if isinstance(change, FactMove):
+        # Target first: a kill in between leaves two copies (the live one wins the index) and
+        # the next run plans the move again, finding the target already right.
+        wrote = write_fact(layout.inside(change.target), change.after, fsync=fsync)
+        if change.source != change.target and change.source.exists():
+            layout.inside(change.source).unlink()
+            wrote = True
+        return wrote
+    path = change.path
+    state_root = layout.state_dir.resolve()
+    if state_root not in path.resolve().parents:
+        layout.inside(path)  # derived files live in memory/ or state/, nowhere else
+    try:
+        if path.read_text(encoding="utf-8") == change.text:
+            return False
+    except (OSError, UnicodeDecodeError):
+        pass
+    atomic_write_text(path, change.text, fsync=fsync)
+    return True
+
+
+@dataclass(frozen=True)
+class Pause:
+    """A test hook: sleep ``seconds`` after ``after`` written files (kill -9 tests)."""
+
+    after: int
+    seconds: float
+
+    @classmethod
+    def from_env(cls, value: str | None) -> Pause | None:
+        if not value:
+            return None
+        after, _, seconds = value.partition(":")
+        try:
+            return cls(int(after), float(seconds or 60))
+        except ValueError:
+            return None
+
+
+def apply_plan(
+    plan: Plan,
+    layout: MemoryLayout,
+    store: MemoryStore,
+    *,
+    indexer: Indexer | None,
+    actions: ActionLog,
+    progress: Progress | None = None,
+    pause: Pause | None = None,
+) -> int:
+    """Apply every change, then bring the index and the hash index up to date."""
+    applied = 0
+    # Recall counts folded into frontmatter must leave the log, or recall counts them twice.
+    folded_access = any(
+        isinstance(c, FactUpdate) and c.before.access_count != c.after.access_count
+        for c in plan.changes
+    )
+    total = len(plan.changes)
+    for done, change in enumerate(plan.changes, 1):
+        # Each file is replaced atomically (a killed run leaves old or new bytes, never half);
+        # durability against power loss comes from one sync at the end instead of two fsyncs
+        # per file, which cost 10+ ms each on a busy disk and dominated large runs.
+        crashpoint("consolidate.apply")
+        wrote = apply_change(layout, change, fsync=False)
+        if wrote:
+            applied += 1
+        target = change.target if isinstance(change, FactMove) else change.path
+        actions.record(
+            _telemetry_action(change),
+            "applied" if wrote else "skipped",
+            change.reason,
+            memory_id=_memory_id(change),
+            change=change.action,
+            path=relative_path(layout, target),
+            source="consolidation",
+        )
+        if progress is not None:
+            progress("applying", done, total)
+        if pause is not None and applied == pause.after and wrote:
+            time.sleep(pause.seconds)
+    if store.fsync and applied:
+        os.sync()
+    # The index learns each written fact as written (statements never change here, so vectors
+    # are reused; a moved fact keeps its one row, now at the new path) in one write. The hash
+    # index follows moved and created files.
+    for change in plan.changes:
+        if isinstance(change, FactUpdate | FactMove | FactCreate):
+            fact = change.fact if isinstance(change, FactCreate) else change.after
+            path = change.target if isinstance(change, FactMove) else change.path
+            if indexer is not None:
+                indexer.upsert_fact(path, fact, new=isinstance(change, FactCreate))
+            elif not isinstance(change, FactUpdate):
+                store.hashes.add(fact.content_hash, layout.relative(path))
+    if indexer is not None:
+        indexer.flush()
+    if folded_access:
+        AccessLog(layout.access_path).drop_prefix(plan.access_length)
+    return applied

@@ -1,0 +1,186 @@
+"""Planning a consolidation run: read the folder, find what is new, plan every step.
+
+::
+
+    load every fact file (facts/ and archive/) -> which facts are new since the last run
+    -> duplicates and contradictions (offline rules, or the LLM judge per cluster)
+    -> the planning steps of STEPS, each over the folder as the steps before it leave it
+    -> one change per file (:mod:`.combine`) and the safety rail's figures: a :class:`Plan`
+
+Planning writes nothing, not even ``state/``: a dry run is a plan printed.
+
+"New since the last run" is an active fact whose statement the last finished run did not see
+(a new fact, or one whose text was edited or merged since), or one the LLM judge could not
+decide last time. The run remembers the content hash of every active fact it saw
+(``seen`` in ``state/consolidation.json``), so a fact that was only re-stated, whose file is
+rewritten with one more ``sourceTurnIds`` entry, is not judged again: in a long conversation
+most extractions are such confirmations, and re-judging them would cost one LLM call per
+fact per run. Runs before the first finished one see every fact as new.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from ..core.config import Config
+from ..core.errors import MemoryFileError
+from ..core.models import Fact, Status
+from ..core.paths import MemoryLayout
+from ..store.access import AccessLog
+from ..store.fact_store import MemoryStore
+from ..store.factfile import read_fact
+from .combine import View, advance, combine
+from .contradictions import Relation, exact_duplicates, lineage_changes, offline_relations
+from .entities import plan_entities
+from .folder_index import plan_folder_index
+from .judge import Judge, judged_relations
+from .lifecycle import plan_lifecycle
+from .plan import Change, Context, Plan, Progress, Step, retire_allowance, retiring
+from .profile import plan_profile
+from .run_state import RunState
+from .vectors import Vectors, involved
+
+log = logging.getLogger(__name__)
+
+# The planning steps after duplicates/contradictions, in the order they run and combine.
+STEPS: tuple[Step, ...] = (
+    plan_lifecycle,  # heat/decay/tier, TTL, resolved commitments, archival
+    plan_entities,  # memory/entities/*.md
+    plan_profile,  # profile.md, IDENTITY.md
+    plan_folder_index,  # state/topics.json, state/compression-guidelines.md
+)
+
+
+@dataclass
+class Loaded:
+    """Every readable fact file (live and archived, any status) and the unreadable ones."""
+
+    facts: list[tuple[Path, Fact]]
+    broken: list[str]  # path and reason of each file whose frontmatter cannot be read
+
+
+def load_facts(store: MemoryStore, progress: Progress | None = None) -> Loaded:
+    """Read every fact file once, in the store's order."""
+    paths = list(store.fact_paths())
+    loaded = Loaded([], [])
+    for done, path in enumerate(paths, 1):
+        try:
+            fact = read_fact(path)
+        except MemoryFileError as exc:
+            loaded.broken.append(str(exc))
+            continue
+        except OSError:
+            continue  # removed while we read: the folder wins
+        loaded.facts.append((path, fact))
+        if progress is not None and (done % 2000 == 0 or done == len(paths)):
+            progress("reading facts", done, len(paths))
+    return loaded
+
+
+def _folder_order(layout: MemoryLayout, path: Path) -> tuple[bool, str]:
+    """Store order: live facts before archived ones, then by path."""
+    text = str(path)
+    return (text.startswith(str(layout.archive_dir) + os.sep), text)
+
+
+def plan_run(
+    cfg: Config,
+    layout: MemoryLayout,
+    store: MemoryStore,
+    *,
+    now: datetime,
+    vectors: Vectors,
+    judge: Judge | None = None,
+    steps: Sequence[Step] = STEPS,
+    full: bool = False,
+    progress: Progress | None = None,
+) -> Plan:
+    """Read the folder and plan a run. Pure with respect to the folder: writes nothing."""
+    state = RunState.load(layout)
+    loaded = load_facts(store, progress)
+    facts = loaded.facts
+    original = {path: fact for path, fact in facts}
+    pending = set(state.pending)
+    seen = state.seen
+
+    def is_new(fact: Fact) -> bool:
+        if full or seen is None or fact.id in pending:
+            return True
+        return seen.get(fact.id) != fact.content_hash
+
+    live = str(layout.facts_dir) + os.sep  # the store lists paths under it as it was given
+    eligible = [
+        (path, fact)
+        for path, fact in facts
+        if fact.status is Status.ACTIVE and str(path).startswith(live)
+    ]
+    new_mask = [is_new(f) for _, f in eligible]
+    only = [f for _, f in eligible]
+    unjudged: list[str] = []
+    relations: list[Relation]
+    if any(new_mask):
+        matrix = vectors.matrix(only, involved(only, new_mask))
+        if judge is None:
+            relations = offline_relations(only, new_mask, matrix)
+        else:
+            exact = exact_duplicates(only, new_mask)
+
+            def judged(done: int, total: int) -> None:
+                if progress is not None:
+                    progress("judging clusters", done, total)
+
+            decided, unjudged = judged_relations(
+                only, new_mask, matrix, judge, neighbours=vectors.neighbours(), progress=judged
+            )
+            relations = exact + decided
+    else:
+        relations = []
+    by_id = {fact.id: (path, fact) for path, fact in eligible}
+    first = lineage_changes(relations, by_id, now)
+    access, access_length = AccessLog(layout.access_path).read_counts()
+    view: View = original
+    plans: list[tuple[Sequence[Change], View]] = [(first, view)]
+    view = advance(view, first)
+    notes: list[str] = []
+    for step in steps:
+        name = getattr(step, "__qualname__", repr(step))
+        if progress is not None:
+            progress(f"planning: {name}", 0, 1)
+        ctx = Context(
+            cfg=cfg,
+            layout=layout,
+            now=now,
+            epoch=state.epoch + 1,
+            facts=sorted(view.items(), key=lambda item: _folder_order(layout, item[0])),
+            access_counts=dict(access),
+        )
+        try:
+            planned = step(ctx)
+        except Exception as exc:  # a failing step must not block the others (fail open)
+            log.exception("consolidation step %s failed; its changes are skipped", name)
+            notes.append(f"step {name} failed: {exc}")
+            continue
+        plans.append((planned, view))
+        view = advance(view, planned)
+    changes, conflicts = combine(plans, original)
+    active = len(eligible)
+    return Plan(
+        changes=tuple(changes),
+        now=now,
+        epoch=state.epoch + 1,
+        total=len(facts),
+        active=active,
+        new=sum(new_mask),
+        retiring=retiring(changes, original),
+        allowed=retire_allowance(active, cfg.consolidate.max_retire_fraction),
+        broken=tuple(loaded.broken),
+        notes=tuple(notes + conflicts),
+        unjudged=tuple(unjudged),
+        seen={fact.id: fact.content_hash for _, fact in eligible},
+        access_length=access_length,
+    )
