@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import json
-import math
 import zlib
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -15,8 +14,9 @@ from hypothesis import strategies as st
 from engram_md.core.config import OfflineConfig, SignalConfig
 from engram_md.core.errors import EmbeddingError
 from engram_md.core.models import CandidateFact, Category, MemoryKind, Role, Source, Turn
-from engram_md.extract.offline_extractor import OfflineExtractor, StatementRewriter, estimate_tokens
+from engram_md.extract.offline_extractor import OfflineExtractor, StatementRewriter
 from engram_md.text.signals import Pattern, SignalScanner
+from engram_md.text.words import estimate_tokens
 
 TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)  # a Monday
@@ -523,13 +523,6 @@ def test_salience_signals_raise_importance() -> None:
     # Entity 0.3 + number 0.2 + technical term 0.1 = 0.6 salience.
     assert high.importance == pytest.approx(round(0.6 + 0.4 * 0.6, 2))
     assert low.importance == pytest.approx(0.6)
-
-
-def test_estimate_tokens() -> None:
-    assert estimate_tokens("") == 0
-    assert estimate_tokens("abcd") == 1
-    assert estimate_tokens("abcde") == 2
-    assert estimate_tokens("x" * 401) == math.ceil(401 / 4)
 
 
 _FUZZ_WORDS = (

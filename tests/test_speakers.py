@@ -74,12 +74,38 @@ def test_self_introduction_splits_the_clause_from_the_rest() -> None:
 
 def test_learns_the_users_name_per_session() -> None:
     book = SpeakerBook()
-    book.observe(turn("Hi! I'm Dana, I work at Acme."))
+    assert book.observe(turn("Hi! I'm Dana, I work at Acme."))
     later = turn("ok thanks", id="t9")
     assert book.name_for(later) == "Dana"
-    other_session = turn("hello", session="s2")
-    assert book.name_for(other_session) == "the user"
     assert book.name_for(turn("hi", role=Role.ASSISTANT)) == "the assistant"
+    # Learned again: nothing new to save.
+    assert not book.observe(turn("I'm Dana.", id="t10"))
+
+
+def test_a_session_without_a_name_takes_the_one_earlier_sessions_agree_on() -> None:
+    book = SpeakerBook()
+    assert book.name_for(turn("hello", session="s2")) == "the user"
+    book.observe(turn("Hi! I'm Lee.", session="s1"))
+    book.observe(turn("this is Lee here", session="s3"))
+    assert book.name_for(turn("hello", session="s2")) == "Lee"
+    # Only the user: the assistant of an unnamed session stays the assistant.
+    assert book.name_for(turn("hi", session="s2", role=Role.ASSISTANT)) == "the assistant"
+    # The agreed name survives a round trip through the state file.
+    loaded = SpeakerBook.from_dict(json.loads(json.dumps(book.to_dict())))
+    assert loaded.name_for(turn("hello", session="s9")) == "Lee"
+
+
+def test_sessions_that_named_different_people_name_nobody_else() -> None:
+    book = SpeakerBook()
+    book.observe(turn("I'm Lee.", session="s1"))
+    book.observe(turn("hey", session="s2", speaker="Ruth"))  # e.g. an envelope's sender
+    assert book.name_for(turn("hello", session="s3")) == "the user"
+    # Each named session keeps its own person.
+    assert book.name_for(turn("x", session="s1")) == "Lee"
+    assert book.name_for(turn("x", session="s2")) == "Ruth"
+    # A session's own correction replaces its name; the sessions then agree again.
+    book.observe(turn("Sorry, my name is Lee actually.", session="s2", id="t2"))
+    assert book.name_for(turn("hello", session="s3")) == "Lee"
 
 
 def test_explicit_speaker_always_wins() -> None:

@@ -413,6 +413,62 @@ def test_openclaw_message_without_role(tmp_path: Path) -> None:
     assert "no 'role'" in error(tmp_path, _oc("a1", {"content": "x"})).reason
 
 
+ENVELOPE = (
+    "Conversation info (untrusted metadata):\n```json\n"
+    + json.dumps({"sender_id": "42", "sender": "Lee", "timestamp": "Mon 2026-03-02 10:00 GMT+1"})
+    + "\n```\n\nSender (untrusted metadata):\n```json\n"
+    + json.dumps({"label": "Lee (42)", "id": "42", "name": "Lee"})
+    + "\n```\n\nI'm allergic to peanuts."
+)
+
+
+def test_openclaw_envelope_gives_the_sender_and_is_gone(tmp_path: Path) -> None:
+    turn = one(
+        tmp_path,
+        _oc(
+            "e1",
+            {"role": "user", "content": [{"type": "text", "text": ENVELOPE}]},
+            timestamp="2026-03-02T09:00:05Z",
+        ),
+    )
+    assert (turn.content, turn.speaker) == ("I'm allergic to peanuts.", "Lee")
+    # The envelope says 09:00 UTC: the same minute as the entry, whose time is more precise.
+    assert turn.timestamp == EPOCH
+
+
+def test_openclaw_envelope_dates_a_queued_message(tmp_path: Path) -> None:
+    turn = one(
+        tmp_path,
+        _oc("e1", {"role": "user", "content": ENVELOPE}, timestamp="2026-03-02T09:40:00Z"),
+    )
+    assert turn.timestamp == datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+def test_openclaw_assistant_text_keeps_its_brackets(tmp_path: Path) -> None:
+    turn = one(
+        tmp_path, _oc("r1", {"role": "assistant", "content": "[Mon 2026-03-02 10:00 UTC] ok"})
+    )
+    assert turn.content == "[Mon 2026-03-02 10:00 UTC] ok"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"role": "user", "content": "I prefer tea.", "provenance": {"kind": "inter_session"}},
+        {"role": "user", "content": "I prefer tea.", "provenance": {"kind": "internal_system"}},
+        {"role": "user", "content": "A new session was started via /new or /reset. Go."},
+        {"role": "user", "content": "Read HEARTBEAT.md if it exists. Else reply HEARTBEAT_OK."},
+    ],
+)
+def test_openclaw_input_that_is_not_the_persons(tmp_path: Path, message: dict[str, Any]) -> None:
+    none(tmp_path, _oc("x1", message, timestamp="2026-03-02T09:00:05Z"))
+
+
+def test_openclaw_external_user_provenance_is_the_person(tmp_path: Path) -> None:
+    message = {"role": "user", "content": "I prefer tea.", "provenance": {"kind": "external_user"}}
+    assert one(tmp_path, _oc("x1", message)).content == "I prefer tea."
+
+
 # ---- Claude Code -------------------------------------------------------------------------------
 
 
@@ -447,13 +503,61 @@ def test_claude_code_lines(tmp_path: Path) -> None:
     ]
     turns, errors, _ = read(tmp_path / "cc.jsonl", lines)
     assert errors == []
+    # A sidechain line is a subagent's conversation, not the person's.
     assert [(t.id, t.role, t.content) for t in turns] == [
         ("u-user", Role.USER, "Plain string content"),
         ("u-assistant", Role.ASSISTANT, "Block text"),
-        ("side", Role.USER, "From a side task"),
     ]
     assert {t.session for t in turns} == {"cc-1"}
     assert {t.timestamp for t in turns} == {EPOCH}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        _cc(
+            "user", "<command-name>/clear</command-name>\n<command-message>clear</command-message>"
+        ),
+        _cc("user", "<local-command-stdout>Cleared</local-command-stdout>"),
+        _cc("user", [{"type": "text", "text": "[Request interrupted by user for tool use]"}]),
+        _cc("user", "<task-notification>\n<task-id>b1</task-id>\n</task-notification>"),
+        _cc("user", "<system-reminder>I prefer vim.</system-reminder>"),
+        _cc("user", "Summary of the past", isVisibleInTranscriptOnly=True),
+        _cc("user", [{"type": "text", "text": "A skill's body"}], sourceToolUseID="toolu_1"),
+        _cc(
+            "user",
+            [{"type": "tool_result", "tool_use_id": "t", "content": "x"}],
+            toolUseResult={"stdout": "x"},
+        ),
+        _cc("assistant", [{"type": "text", "text": "API Error: 529"}], isApiErrorMessage=True),
+        {"type": "custom-title", "customTitle": "fly deploys", "sessionId": "cc-1"},
+        {"type": "queue-operation", "operation": "enqueue", "sessionId": "cc-1", "content": "hi"},
+        {"type": "progress", "data": {"type": "bash_progress"}, "sessionId": "cc-1", "uuid": "p"},
+    ],
+)
+def test_claude_code_harness_lines_give_no_turn(tmp_path: Path, line: dict[str, Any]) -> None:
+    none(tmp_path, line)
+
+
+def test_claude_code_user_line_keeps_the_persons_words_only(tmp_path: Path) -> None:
+    content = [
+        {"type": "text", "text": "<system-reminder>The user prefers vim.</system-reminder>"},
+        {"type": "text", "text": "we deploy with fly\n<system-reminder>x</system-reminder>"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVB"}},
+    ]
+    assert one(tmp_path, _cc("user", content)).content == "we deploy with fly"
+
+
+def test_a_short_question_is_still_a_turn(tmp_path: Path) -> None:
+    assert one(tmp_path, _cc("user", "did you push?")).content == "did you push?"
+
+
+def test_a_subagent_transcript_gives_no_turns(tmp_path: Path) -> None:
+    folder = tmp_path / "session-1" / "subagents"
+    folder.mkdir(parents=True)
+    # Even a line without the sidechain flag: the whole file is a subagent's conversation.
+    turns, errors, _ = read(folder / "agent-a1.jsonl", [_cc("user", "We decided on Redis.")])
+    assert (turns, errors) == ([], [])
 
 
 # ---- plain text --------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ The default extractor (DESIGN.md principle 4). Two outputs per batch of turns:
    rendered "Name: text" one paragraph per turn, are chunked (seed 004 §1: paragraphs first,
    long ones split at sentences, short neighbours merged) and scored
    importance = novelty·0.6 + salience·0.4; chunks under ``min_importance`` and chunks made
-   only of pleasantries are dropped.
+   only of pleasantries are dropped. Requests for work addressed to the assistant ("start
+   phoenix in background", ``text/requests.py``) are not part of it: done, not remembered.
 
 Who counts as a person: a user turn, or any turn whose transcript names its speaker (in
 two-person transcripts such as LoCoMo both sides are people). Pure assistant turns and system
@@ -23,7 +24,6 @@ replaying a transcript rebuilds the same memory folder.
 from __future__ import annotations
 
 import logging
-import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,13 +37,15 @@ from ..core.models import CandidateFact, Category, Level, MemoryKind, Source, Tu
 from ..core.paths import safe_slug
 from ..text.dates import resolve_relative_dates
 from ..text.embeddings import Embedder
+from ..text.requests import is_request
 from ..text.sentences import split_sentences
 from ..text.signals import Pattern, SignalScanner
+from ..text.words import SPOKEN_WORD, STOP_WORDS, estimate_tokens
 from .extractor import Discard
 from .prompts import PRIORITY
 from .speakers import DEFAULT_NAMES, self_introduction
 
-__all__ = ["OfflineExtractor", "StatementRewriter", "estimate_tokens"]
+__all__ = ["OfflineExtractor", "StatementRewriter"]
 
 log = logging.getLogger(__name__)
 
@@ -54,30 +56,28 @@ _A = "['’]"
 
 # ---- vocabulary ------------------------------------------------------------------------------
 
-# Function words and very common verbs/adjectives: never tags, never "content" on their own.
-_STOPWORDS = frozenset(
+# Besides the function words: very common verbs, adjectives and chat words, and contractions
+# as SPOKEN_WORD reads them without their apostrophe: never tags, never "content" on their own.
+_STOPWORDS = STOP_WORDS | frozenset(
     """
-    a about above after again against all almost also although always am an and any anything
-    are around as at be because been before being below between both but by can could did do
-    does doing done down during each either else even ever every everything few for from
-    further get gets getting got had has have having he her here hers herself him himself his
-    how however i if in into is it its itself just kind least less let lets like made make
-    makes many may maybe me might mine more most much must my myself never no nor not nothing
-    now of off often on once one only or other others otherwise our ours ourselves out over
-    own per perhaps please quite rather really same she should since so some something
-    sometimes sort still such than that the their theirs them themselves then there these they
-    thing things this those though through thus to too under until up upon us usually very
-    want wants was we well were what whatever when where whether which while who whom whose
-    why will with within without would yet you your yours yourself yourselves
-    im ive ill id youre youve youll youd were weve well wed dont doesnt didnt cant couldnt
-    wont wouldnt shouldnt isnt arent wasnt werent hasnt havent hadnt thats theres whats lets
-    go goes going gone went come comes came say says said tell told think thinks thought know
-    knows knew see sees saw seen look looks looked feel feels felt give gives gave take takes
-    took use uses used need needs needed try tries tried keep keeps kept put puts way ways lot
-    lots really pretty good great nice cool fine sure okay ok yes yeah yep nope no hi hello hey
-    thanks thank bye lol haha hmm oh ah wow awesome right alright sorry glad happy sounds
-    sound seems seem gonna wanna gotta instead assistant user team today tomorrow yesterday
-    tonight week weeks month months year years day days time times
+    about above after again against all almost although always am any anything around
+    because before being below between both doing done down during each either else even
+    ever every everything few further get gets getting got having here hers herself himself
+    how however if into itself kind least less let lets like made make makes many may maybe
+    might mine more most much must myself never nor nothing now off often once one only
+    other others otherwise ours ourselves out over own per perhaps please quite rather
+    really same since some something sometimes sort still such than theirs themselves then
+    there thing things though through thus too under until up upon us usually want wants
+    well what whatever when where whether which while who whom whose why within without yet
+    yours yourself yourselves im ive ill id youre youve youll youd weve wed dont doesnt
+    didnt cant couldnt wont wouldnt shouldnt isnt arent wasnt werent hasnt havent hadnt
+    thats theres whats go goes going gone went come comes came say says said tell told think
+    thinks thought know knows knew see sees saw seen look looks looked feel feels felt give
+    gives gave take takes took use uses used need needs needed try tries tried keep keeps
+    kept put puts way ways lot lots pretty good great nice cool fine sure okay ok yes yeah
+    yep nope hi hello hey thanks thank bye lol haha hmm oh ah wow awesome right alright
+    sorry glad happy sounds sound seems seem gonna wanna gotta instead assistant user team
+    today tomorrow yesterday tonight week weeks month months year years day days time times
     """.split()
 )
 
@@ -212,7 +212,6 @@ _HEDGE = re.compile(
     re.IGNORECASE,
 )
 _FIRST_PERSON = re.compile(rf"\b(?:i|i{_A}\w+|my|me|mine|we|we{_A}\w+|our|us)\b", re.IGNORECASE)
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’+#-]*|\d+(?:[.,]\d+)?[A-Za-z%]*")
 _PREFERENCE_CUE = re.compile(
     rf"\bi\s+(?:really\s+|absolutely\s+)?(?:prefer|always|never|hate|love|like|enjoy"
     rf"|can{_A}?t\s+stand)\b|\bmy\s+fav(?:ou)?rite\b",
@@ -266,13 +265,8 @@ _NOT_ENTITIES = frozenset(
 )
 
 
-def estimate_tokens(text: str) -> int:
-    """The one token estimate of the project: 4 characters a token, rounded up."""
-    return math.ceil(len(text) / 4)
-
-
 def _words(text: str) -> list[str]:
-    return _WORD.findall(text)
+    return SPOKEN_WORD.findall(text)
 
 
 def _content_words(text: str, ignore: Iterable[str] = ()) -> list[str]:
@@ -520,12 +514,17 @@ class OfflineExtractor:
             name = self._speaker_name(turn, speakers)
             rewriter = StatementRewriter(name, listeners.get(turn.id, "the assistant"))
             leftover: list[str] = []
+            asked: list[str] = []  # work requested of the assistant: done, not remembered
             for sentence in split_sentences(turn.content):
                 fact = self._fact(sentence, turn, rewriter, known_people)
-                if fact is None:
-                    leftover.append(sentence)
-                else:
+                if fact is not None:
                     facts.append(fact)
+                elif turn.id not in listeners and is_request(sentence):
+                    asked.append(sentence)
+                else:
+                    leftover.append(sentence)
+            if asked and not leftover:
+                self.last_discarded.append(Discard((turn.id,), "request", " ".join(asked)[:80]))
             if leftover:
                 text = resolve_relative_dates(" ".join(leftover), turn.timestamp)
                 if not _is_trivial(text, ignore=name.split()):

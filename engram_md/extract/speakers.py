@@ -1,10 +1,16 @@
-"""Who is who in a session: display names for the people behind the turns.
+"""Who is who: display names for the people behind the turns, within and across sessions.
 
 A fact must name its speaker to stand on its own ("Dana works at Acme", not "I work at Acme").
 The name comes from the transcript when it gives one (``Turn.speaker``, always preferred);
 otherwise from a self-introduction the user made earlier in the session ("I'm Dana", "my name
-is Dana", "call me Dana", "this is Dana"). The book is small and JSON-friendly so the caller
-can persist it next to the buffer and keep names across restarts.
+is Dana", "call me Dana", "this is Dana"); otherwise from earlier sessions: when every session
+that named its user named the same person, a session that names nobody is taken to be that
+person's too, so "my manager is Ruth" said in two sessions is one fact about Lee, not "the
+user's manager" beside "Lee's manager". Sessions that named different people leave an
+unnamed one with "the user": a wrong name is worse than none.
+
+The book is small and JSON-friendly so the caller can persist it (``state/speakers.json``)
+and keep names across restarts.
 """
 
 from __future__ import annotations
@@ -126,32 +132,68 @@ def _key(session: str, role: Role) -> str:
     return f"{session}\x1f{role.value}"
 
 
+_USER_SUFFIX = _key("", Role.USER)
+
+
 @dataclass
 class SpeakerBook:
     """Names learned per (session, role); mutable, persisted by the caller as JSON."""
 
     _names: dict[str, str] = field(default_factory=dict)
+    # How many sessions name their user so, by case-folded name (the latest spelling kept):
+    # one entry means every session that named its user agrees on that person.
+    _users: dict[str, tuple[str, int]] = field(default_factory=dict, init=False)
 
-    def observe(self, turn: Turn) -> None:
-        """Learn from ``turn``: its explicit speaker, or a user's self-introduction."""
+    def __post_init__(self) -> None:
+        for key, name in self._names.items():
+            if key.endswith(_USER_SUFFIX):
+                self._count_user(name, +1)
+
+    def observe(self, turn: Turn) -> bool:
+        """Learn from ``turn``: its explicit speaker, or a user's self-introduction.
+
+        True when a session got its first name for that role: worth saving at once, since
+        later sessions may rely on it (a later change is saved with the rest).
+        """
         if turn.role is Role.SYSTEM:
-            return
+            return False
         if turn.speaker:
-            self._names[_key(turn.session, turn.role)] = turn.speaker
-            return
+            return self._learn(turn.session, turn.role, turn.speaker)
         if turn.role is not Role.USER:
             # Assistants introduce themselves by product name; that is not who the user is.
-            return
+            return False
         name = introduced_name(turn.content)
-        if name is not None:
-            self._names[_key(turn.session, turn.role)] = name
+        return name is not None and self._learn(turn.session, turn.role, name)
 
     def name_for(self, turn: Turn) -> str:
-        """Display name for ``turn``'s speaker: explicit, learned, or "the user"/"the assistant"."""
+        """Display name for ``turn``'s speaker: explicit, learned in its session, agreed on
+        by the other sessions (users only), or "the user"/"the assistant"."""
         if turn.speaker:
             return turn.speaker
         learned = self._names.get(_key(turn.session, turn.role))
+        if learned is None and turn.role is Role.USER and len(self._users) == 1:
+            learned = next(iter(self._users.values()))[0]
         return learned or DEFAULT_NAMES[turn.role]
+
+    def _learn(self, session: str, role: Role, name: str) -> bool:
+        key = _key(session, role)
+        before = self._names.get(key)
+        if before == name:
+            return False
+        self._names[key] = name
+        if role is Role.USER:
+            if before is not None:
+                self._count_user(before, -1)
+            self._count_user(name, +1)
+        return before is None
+
+    def _count_user(self, name: str, change: int) -> None:
+        folded = name.casefold()
+        count = self._users.get(folded, (name, 0))[1] + change
+        if count > 0:
+            self._users[folded] = (name, count)
+        else:
+            self._users.pop(folded, None)
 
     def to_dict(self) -> dict[str, Any]:
         sessions: dict[str, dict[str, str]] = {}
@@ -172,5 +214,5 @@ class SpeakerBook:
                 continue
             for role, name in roles.items():
                 if role in Role._value2member_map_ and isinstance(name, str) and name:
-                    book._names[_key(str(session), Role(role))] = name
+                    book._learn(str(session), Role(role), name)
         return book

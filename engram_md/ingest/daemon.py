@@ -16,14 +16,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
 from ..core.allocator import release_free_memory
 from .pipeline import Pipeline
 from .sources import (
-    TRANSCRIPT_SUFFIXES,
     CursorStore,
     FileTail,
     decode_lines,
     expand_watch_paths,
+    is_watched_transcript,
     read_lines,
     report_line_error,
 )
@@ -95,7 +98,7 @@ class Runner:
         stdin_only = stdin is not None and not watch
         try:
             if watch:
-                self._drain_files(expand_watch_paths(watch))
+                self.catch_up(watch)
             next_trim = time.monotonic() + TRIM_SECONDS
             while not stop.is_set():
                 # Between items, and at least every poll while none come, sessions that went
@@ -124,7 +127,7 @@ class Runner:
                 observer.stop()
                 observer.join(timeout=5)
             if watch:
-                self._drain_files(expand_watch_paths(watch))
+                self.catch_up(watch)
             self.pipeline.flush()
 
     def _install_signal_handlers(self, stop: threading.Event) -> None:
@@ -148,6 +151,11 @@ class Runner:
         finally:
             self._queue.put(_STDIN_EOF)
 
+    def catch_up(self, watch: list[Path]) -> None:
+        """Read what is new in the watched files and folders, as ``run --watch`` does when it
+        starts and stops (cursors kept; no flush)."""
+        self._drain_files(expand_watch_paths(watch))
+
     def _drain_files(self, paths: list[Path]) -> None:
         for path in paths:
             tail = FileTail(path, self.cursors)
@@ -156,9 +164,6 @@ class Runner:
                     self.pipeline.receive(turn)
 
     def _start_watch(self, paths: list[Path]) -> Any:
-        from watchdog.events import FileSystemEvent, FileSystemEventHandler
-        from watchdog.observers import Observer
-
         files = {p.resolve() for p in paths if not p.is_dir()}
         folders = {p.resolve() for p in paths if p.is_dir()}
         out = self._queue
@@ -170,8 +175,7 @@ class Runner:
                 raw = getattr(event, "dest_path", "") or event.src_path
                 path = Path(raw if isinstance(raw, str) else raw.decode()).resolve()
                 wanted = path in files or (
-                    path.suffix in TRANSCRIPT_SUFFIXES
-                    and not path.name.startswith(".")
+                    is_watched_transcript(path)
                     and any(folder in path.parents for folder in folders)
                 )
                 if wanted:

@@ -152,7 +152,9 @@ class Pipeline:
         self._buffer_turn(clean)
 
     def _buffer_turn(self, turn: Turn) -> None:
-        self.speakers.observe(turn)
+        if self.speakers.observe(turn):
+            # A name is rarely learned, and later sessions rely on it: keep it at once.
+            self._save_speakers()
         signal = self.scanner.scan(turn.content) if turn.from_person else _NO_SIGNAL
         for batch in self.buffer.add(turn, signal):
             self._run(batch, final=False)

@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 from ..core.models import Turn
 from ..core.statefile import load_json, save_json
 from .transcripts import MAX_LINE_BYTES as TRANSCRIPT_MAX_LINE_BYTES
-from .transcripts import LineError, ReaderState, TranscriptReader
+from .transcripts import LineError, ReaderState, TranscriptReader, is_sidechain_file
 
 log = logging.getLogger("engram_md.input")
 
@@ -27,6 +27,16 @@ MAX_LINE_BYTES = TRANSCRIPT_MAX_LINE_BYTES
 _CHUNK = 1024 * 1024
 # Files a watched folder contributes.
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".txt", ".log")
+
+
+def is_watched_transcript(path: Path) -> bool:
+    """A file a watched folder contributes: a transcript by its suffix, not hidden, and not a
+    subagent's transcript (nothing in one is read as a turn, so it is not read at all)."""
+    return (
+        path.suffix in TRANSCRIPT_SUFFIXES
+        and not path.name.startswith(".")
+        and not is_sidechain_file(path)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,13 +223,7 @@ def expand_watch_paths(paths: list[Path]) -> list[Path]:
     for path in paths:
         if path.is_dir():
             found.extend(
-                sorted(
-                    p
-                    for p in path.rglob("*")
-                    if p.is_file()
-                    and p.suffix in TRANSCRIPT_SUFFIXES
-                    and not p.name.startswith(".")
-                )
+                sorted(p for p in path.rglob("*") if p.is_file() and is_watched_transcript(p))
             )
         else:
             found.append(path)

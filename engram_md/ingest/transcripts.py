@@ -4,14 +4,22 @@ Four line formats are accepted (DESIGN.md, "Transcript lines accepted"):
 
 - generic JSON: ``{"role", "content", "timestamp"?, "id"?, "session"?, "name"?}``;
 - OpenClaw session format v3: a ``session`` header, ``message`` entries and bookkeeping
-  entries (``model_change``, ``compaction``, ``custom`` …);
+  entries (``model_change``, ``compaction``, ``custom``, ``custom_message`` …);
 - Claude Code: ``{"type": "user"|"assistant", "message": {...}, "sessionId", "uuid", ...}``
-  plus ``summary`` / ``file-history-snapshot`` lines;
+  plus bookkeeping lines (``summary``, ``file-history-snapshot``, ``system``, ``progress``,
+  ``queue-operation`` …);
 - plain text: ``user: Hi``.
 
 Only what a person or the assistant *said* becomes a :class:`Turn`: text blocks. Thinking,
 tool calls and tool results are machine traffic. Tool output is also the easiest path for a
 prompt injection to pose as a user fact, so it never becomes a turn.
+
+Nor does what the harness writes in the user's name (``harness.py``): Claude Code's
+sidechain lines (a subagent's conversation, flagged ``isSidechain`` and written under
+``<session>/subagents/``), meta lines, compaction summaries, tool-injected lines and
+harness-marked text; OpenClaw's envelopes, startup and heartbeat prompts and messages whose
+input provenance is not an external user. An OpenClaw envelope still names the sender and
+dates the message, so those become the turn's speaker and time.
 
 Each line of a transcript is read on its own, so a reader can resume in the middle of a file.
 The little that carries over from line to line (the session named by an OpenClaw header, the
@@ -28,7 +36,7 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import PurePath
 from typing import Any
 
@@ -36,6 +44,7 @@ import regex
 
 from ..core.errors import InputError
 from ..core.models import Role, Turn
+from .harness import claude_code_words, openclaw_inbound
 
 # Lines up to this size are parsed (a pasted log can be a few MB); longer ones are refused
 # before decoding, so a runaway writer cannot make us hold or parse arbitrary amounts of text.
@@ -76,10 +85,23 @@ _OPENCLAW_BOOKKEEPING = frozenset(
         "session_info",
     }
 )
-# Claude Code lines that carry no conversation text.
+# Claude Code lines that carry no conversation text. Any other line with Claude Code's
+# "sessionId" and a type that is not a message counts as bookkeeping too: new versions add
+# types ("custom-title", …), and none of them is something a person said.
 _CLAUDE_BOOKKEEPING = frozenset(
     {"summary", "file-history-snapshot", "system", "progress", "queue-operation"}
 )
+# Claude Code flags on lines the harness writes (or, for a sidechain, a subagent's
+# conversation): none of them is the person's. A line carrying a tool's result
+# (``toolUseResult``) or injected by a tool call (``sourceToolUseID``) is not either.
+_CLAUDE_NOT_SAID = ("isSidechain", "isMeta", "isCompactSummary", "isVisibleInTranscriptOnly")
+_CLAUDE_TOOL_FIELDS = ("toolUseResult", "sourceToolUseID")
+# OpenClaw's input provenance of a user message that a person sent; other kinds are another
+# session's or OpenClaw's own input.
+_EXTERNAL_USER = "external_user"
+# An envelope time within this of the entry's time is the same moment; the entry's is more
+# precise (seconds), the envelope's only wins when they differ (a queued message).
+_SAME_MOMENT = timedelta(minutes=1)
 # Content block types whose text is something said (the last two are OpenAI's Responses API).
 _TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
 
@@ -154,11 +176,21 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def is_sidechain_file(source: str | PurePath) -> bool:
+    """A subagent's transcript: Claude Code writes them as ``<session>/subagents/*.jsonl``.
+
+    Everything in one is a conversation between the harness and a subagent, so no line of
+    it is read as a turn (and a watched folder does not read it at all).
+    """
+    return PurePath(source).parent.name == "subagents"
+
+
 class TranscriptReader:
     """Turns the lines of one transcript source (a file or stdin) into :class:`Turn` values.
 
     ``source`` is a display name, used in ``Turn.origin`` and in errors; its file stem is the
-    session of last resort and the prefix of ids made up for lines that have none.
+    session of last resort and the prefix of ids made up for lines that have none. A source
+    that is a subagent's transcript (:func:`is_sidechain_file`) yields no turns.
     """
 
     def __init__(
@@ -174,6 +206,7 @@ class TranscriptReader:
         self._default_session = default_session or None
         self._state = state if state is not None else ReaderState()
         self._fallback_time = fallback_time
+        self._sidechain = is_sidechain_file(source)
 
     @property
     def source(self) -> str:
@@ -208,7 +241,7 @@ class TranscriptReader:
             state = replace(state, session=entry.starts_session)
         if entry.timestamp is not None:
             state = replace(state, last_timestamp=entry.timestamp.isoformat())
-        if entry.role is None or not entry.text:
+        if entry.role is None or not entry.text or self._sidechain:
             return [], state
         when = entry.timestamp or _from_state(previous.last_timestamp)
         if when is None:
@@ -307,6 +340,8 @@ def _parse_object(obj: dict[str, Any]) -> _Entry:
             return _openclaw_header(obj)
         if kind in _OPENCLAW_BOOKKEEPING or kind in _CLAUDE_BOOKKEEPING:
             return _Entry()
+        if "sessionId" in obj and kind not in ("message", "user", "assistant"):
+            return _Entry()
     if has_role:
         return _generic(obj)
     if kind in ("message", "user", "assistant"):
@@ -338,27 +373,44 @@ def _openclaw_header(obj: dict[str, Any]) -> _Entry:
 def _openclaw_message(obj: dict[str, Any], message: dict[str, Any]) -> _Entry:
     if "role" not in message:
         raise InputError("message has no 'role'")
+    role = _role(message["role"])
     # The entry's ISO time is the one OpenClaw writes reliably; message.timestamp (epoch ms)
     # is often 0 on user messages.
+    when = _first_time(obj.get("timestamp"), message.get("timestamp"))
+    text = _text(message.get("content"))
+    speaker: str | None = None
+    if role is Role.USER:
+        provenance = message.get("provenance")
+        kind = provenance.get("kind") if isinstance(provenance, dict) else None
+        if kind is not None and kind != _EXTERNAL_USER:
+            return _Entry(timestamp=when)
+        inbound = openclaw_inbound(text)
+        text, speaker = inbound.text, inbound.sender
+        if inbound.sent_at is not None and (
+            when is None or abs(inbound.sent_at - when) >= _SAME_MOMENT
+        ):
+            when = inbound.sent_at
     return _Entry(
-        role=_role(message["role"]),
-        text=_text(message.get("content")),
-        turn_id=_opt_str(obj, "id"),
-        timestamp=_first_time(obj.get("timestamp"), message.get("timestamp")),
+        role=role, text=text, turn_id=_opt_str(obj, "id"), timestamp=when, speaker=speaker
     )
 
 
 def _claude_code(obj: dict[str, Any], message: dict[str, Any]) -> _Entry:
-    # Meta lines are text the tool injected (command caveats, hook output), and a compact
-    # summary is generated text: neither is something the user said.
-    if obj.get("isMeta") is True or obj.get("isCompactSummary") is True:
-        return _Entry()
+    when = _first_time(obj.get("timestamp"))
+    if any(obj.get(flag) is True for flag in _CLAUDE_NOT_SAID) or any(
+        obj.get(field) is not None for field in _CLAUDE_TOOL_FIELDS
+    ):
+        return _Entry(timestamp=when)
+    role = _role(message.get("role", obj["type"]))
+    if role is Role.ASSISTANT and obj.get("isApiErrorMessage") is True:
+        return _Entry(timestamp=when)  # an error notice the harness wrote, not a reply
+    words = claude_code_words if role is Role.USER else None
     return _Entry(
-        role=_role(message.get("role", obj["type"])),
-        text=_text(message.get("content")),
+        role=role,
+        text=_text(message.get("content"), words),
         turn_id=_opt_str(obj, "uuid"),
         session=_opt_str(obj, "sessionId"),
-        timestamp=_first_time(obj.get("timestamp")),
+        timestamp=when,
     )
 
 
@@ -374,12 +426,16 @@ def _role(value: object) -> Role | None:
     return _ROLES[key]
 
 
-def _text(content: object) -> str:
-    """The said text of a message: a string, or the text blocks of a block list joined."""
+def _text(content: object, words: Callable[[str], str] | None = None) -> str:
+    """The said text of a message: a string, or the text blocks of a block list joined.
+
+    ``words`` keeps what the person said of each text (see ``harness.py``).
+    """
     if content is None:
         return ""
     if isinstance(content, str):
-        return _clean(content).strip()
+        content = _clean(content).strip()
+        return words(content) if words is not None else content
     if isinstance(content, dict):
         content = [content]
     if not isinstance(content, list):
@@ -394,6 +450,8 @@ def _text(content: object) -> str:
         and block["type"] in _TEXT_BLOCKS
         and isinstance(block.get("text"), str)
     ]
+    if words is not None:
+        parts = [words(p) for p in parts]
     return _clean("\n".join(p.strip() for p in parts if p.strip()))
 
 

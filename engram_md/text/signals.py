@@ -12,9 +12,12 @@ gives ``Level.NONE``.
 The built-in families (each pattern carries a category hint for extractors and reports):
 
     HIGH    correction   "actually, I…", "no, that's wrong", "that's not right", "correction:"
-            preference   "I always/never/prefer/hate/love/want/need", "don't use…", "please always…"
+            preference   "I always/never/prefer/hate/love/want/need", "don't use…",
+                         "please always…", a standing rule "always/never <do something>"
+            contrast     "…, not <the other one>" ("we deploy with fly, not heroku")
             decision     "we decided/agreed", "the decision is", "going forward", "from now on"
-            identity     "my name/email/role is", "I work/live at/in", "I'm a <noun>", "I'm <Name>"
+            identity     "my name/email/role is", "I work/live at/in", "I'm a <noun>", "I'm <Name>",
+                         "I'm allergic to…"
             remember     "please remember/note", "important:", "fyi", "for the record"
             commitment   "I'll / I will / I won't / I'm going to", "I promise", "remind me to",
                          "by Friday"
@@ -22,6 +25,7 @@ The built-in families (each pattern carries a category hint for extractors and r
             habit        "usually", "typically"
             preference   "I like/dislike/enjoy", "I'm into / a big fan of"
             context      "my team/project/stack/setup"
+            project      "we use/deploy/host/pin …", "the repo/tests/CI uses/runs/lives …"
             event        a past-tense verb within one clause of "yesterday / last week / 3 days
                          ago / on Monday…"; "we went/had/visited…"
             relationship "my wife/boss/friend…"
@@ -171,6 +175,21 @@ _DID_VERBS = (
 _GAP = r"[^.!?\n]{0,60}?"
 
 _CONTEXT_NOUNS = "team project stack setup repo codebase workflow".split()
+# What a team says it does with its code, present tense ("we deploy with fly").
+_PROJECT_VERBS = (
+    "use deploy host run build ship release store keep target support follow pin lint format "
+    "package publish test vendor require rely"
+).split()
+_PROJECT_VERB_FORMS = [form for verb in _PROJECT_VERBS for form in (verb, verb + "s")]
+# What a project is made of, and what it is said to do.
+_PROJECT_NOUNS = (
+    "project repo repository app service codebase api backend frontend test tests suite ci "
+    "build pipeline database db server site"
+).split()
+_PROJECT_STATE_VERBS = "use run live need require target depend".split()
+_PROJECT_STATES = [f for v in _PROJECT_STATE_VERBS for f in (v, v + "s")] + (
+    "written deployed hosted built".split()
+)
 _RELATIONS = (
     "wife husband partner spouse girlfriend boyfriend fiance fiancee fianc\u00e9 fianc\u00e9e "
     "friend friends mom mum mother dad father parent parents sister sisters brother brothers "
@@ -286,6 +305,25 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
         _C.PREFERENCE,
         "preference favorite favourite",
     ),
+    _p(
+        "preference_standing",
+        _H,
+        # A rule that opens its sentence: "Always run the tests with -x." ("Never mind" is not).
+        r"(?:^|(?<=[.!?;:\n]))\s*(?:(?:and|but|so|also|ok(?:ay)?|yes|please)[\s,]+)*"
+        r"(?:always|never)\s+(?!mind\b)[a-z]",
+        _C.PREFERENCE,
+        "always never",
+    ),
+    # --- HIGH: contrast ---------------------------------------------------------------------
+    _p(
+        "contrast_not",
+        _H,
+        # "…, not heroku": the other one named, at the end of its clause.
+        r",\s*(?:and\s+|but\s+)?not\s+(?:(?:with|on|in|to|via|by|the)\s+)?[\w.+#/-]+"
+        r"[ \t]*(?=$|[.!;)\n])",
+        None,
+        "not",
+    ),
     # --- HIGH: decisions --------------------------------------------------------------------
     _p(
         "decision_made",
@@ -334,7 +372,9 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
         "identity_am",
         _H,
         rf"\bi(?:\s+am|{_A}m)\s+(?:(?:originally\s+)?from|based\s+(?:in|at|out\s+of))\b"
-        rf"|\bi(?:\s+am|{_A}m)\s+an?\s+(?!{_NOT_A_NOUN}\b)[a-z]",
+        rf"|\bi(?:\s+am|{_A}m)\s+an?\s+(?!{_NOT_A_NOUN}\b)[a-z]"
+        rf"|\bi(?:\s+am|{_A}m)\s+(?:(?:very|severely|deathly|mildly)\s+)?"
+        r"(?:allergic|intolerant)\s+to\b",
         _C.FACT,
         "am m",
     ),
@@ -429,6 +469,27 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
         r"\bmy\s+(?:" + "|".join(_CONTEXT_NOUNS) + r")\b",
         _C.FACT,
         _CONTEXT_NOUNS,
+    ),
+    _p(
+        "project_we",
+        _M,
+        r"\b(?:we|our\s+(?:team|project|app|service|code(?:base)?|repo|ci|build|tests?|stack))"
+        r"\s+(?:(?:always|usually|now|only|still|currently|mostly|normally|all)\s+)?"
+        r"(?:" + "|".join(_PROJECT_VERBS) + r")s?\b",
+        _C.FACT,
+        _PROJECT_VERB_FORMS,
+        "we our",
+    ),
+    _p(
+        "project_uses",
+        _M,
+        r"\b(?:the|this|our)\s+(?:project|repo(?:sitory)?|app|service|codebase|api|backend"
+        r"|frontend|tests?|test\s+suite|ci|build|pipeline|database|db|server|site)\s+"
+        r"(?:(?:" + "|".join(_PROJECT_STATE_VERBS) + r")s?"
+        r"|(?:is|are)\s+(?:written|deployed|hosted|built))\b",
+        _C.FACT,
+        _PROJECT_NOUNS,
+        _PROJECT_STATES,
     ),
     _p(
         "event_recent",
