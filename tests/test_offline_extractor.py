@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from engram_md.core.config import OfflineConfig, SignalConfig
 from engram_md.core.errors import EmbeddingError
 from engram_md.core.models import CandidateFact, Category, MemoryKind, Role, Source, Turn
-from engram_md.extract.offline_extractor import OfflineExtractor, StatementRewriter
+from engram_md.extract.offline_extractor import OfflineExtractor
+from engram_md.extract.statements import StatementRewriter
 from engram_md.text.signals import Pattern, SignalScanner
 from engram_md.text.words import estimate_tokens
 
