@@ -16,7 +16,8 @@ from engram_md.core.errors import EmbeddingError
 from engram_md.core.models import CandidateFact, Category, MemoryKind, Role, Source, Turn
 from engram_md.extract.offline_extractor import OfflineExtractor
 from engram_md.extract.statements import StatementRewriter
-from engram_md.text.signals import Pattern, SignalScanner
+from engram_md.text.signal_patterns import Pattern
+from engram_md.text.signals import SignalScanner
 from engram_md.text.words import estimate_tokens
 
 TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "transcripts"

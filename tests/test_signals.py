@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 from engram_md.core.config import SignalConfig, load_config
 from engram_md.core.errors import ConfigError
 from engram_md.core.models import Category, Level
-from engram_md.text.signals import (
+from engram_md.text.signal_patterns import (
     _PAST_VERB,
     _SPOKEN_TIME,
     BUILTIN_PATTERNS,
     Pattern,
-    SignalScanner,
     words_of,
 )
+from engram_md.text.signals import SignalScanner
 
 
 def _scanner_from_file(tmp_path: Path, high: list[str], medium: list[str]) -> SignalScanner:

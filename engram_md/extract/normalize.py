@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 import regex as _re
 
 from ..core.models import Category, ConfidenceTier, MemoryKind, PolicyClass
-from ..text.signals import TEMPORAL_MARKER
+from ..text.signal_patterns import TEMPORAL_MARKER
 from ..text.words import words
 
 __all__ = [

@@ -38,7 +38,8 @@ from ..text.dates import resolve_relative_dates
 from ..text.embeddings import Embedder
 from ..text.requests import is_request
 from ..text.sentences import split_sentences
-from ..text.signals import Pattern, SignalScanner
+from ..text.signal_patterns import Pattern
+from ..text.signals import SignalScanner
 from ..text.words import estimate_tokens
 from .extractor import Discard
 from .mentions import (
