@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..core.errors import ExtractionError, LLMOutputError
 from ..core.models import Fact
-from ..extract.llm_client import AnswerSchema, LLMClient, Usage
+from ..extract.llm_client import AnswerSchema, LLMClient, Usage, answer_of_shape
 from .contradictions import CANDIDATE_COSINE, Profile, Relation, candidate_pairs, order
 
 log = logging.getLogger(__name__)
@@ -104,14 +104,7 @@ class _Decisions(BaseModel):
 def parse_decisions(value: Any, new: Fact, existing: Sequence[Fact]) -> list[Relation]:
     """Relations from a parsed answer. A wrong overall shape raises LLMOutputError; a single
     unusable decision (unknown reference or action) is dropped, keeping its fact as it is."""
-    if isinstance(value, list):
-        value = {"decisions": value}
-    try:
-        answer = _Decisions.model_validate(value)
-    except ValidationError as exc:
-        raise LLMOutputError(
-            f"the judge's answer has the wrong shape: {str(value)[:160]!r}"
-        ) from exc
+    answer = answer_of_shape(_Decisions, value, "decisions", "the judge's answer")
     refs = {f"E{i}": fact for i, fact in enumerate(existing, 1)}
     refs.update({fact.id: fact for fact in existing})
     found: dict[str, Relation] = {}

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 import openai
 import regex
 from openai.types.responses import ResponseTextConfigParam
+from pydantic import BaseModel, ValidationError
 
 from ..core.config import LLMConfig
 from ..core.crashpoints import crashpoint
@@ -122,6 +123,23 @@ def parse_answer(text: str) -> Any:
                 continue
             return value
     raise LLMOutputError(f"the model's answer is not JSON: {snippet(stripped)!r}")
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def answer_of_shape(model: type[Model], value: Any, list_key: str, what: str) -> Model:
+    """The answer as ``model``, an object with a ``list_key`` list. Models often send the bare
+    list instead; it is taken as that list. A wrong overall shape raises LLMOutputError, in
+    which ``what`` names the answer ("the judge's answer")."""
+    if isinstance(value, list):
+        value = {list_key: value}
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        raise LLMOutputError(
+            f"{what} does not have the expected shape: {snippet(str(value))!r}"
+        ) from exc
 
 
 # ---- the transport -------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from ..core.errors import LLMOutputError
 from ..core.models import CandidateFact, Category, Source, Turn
 from ..core.paths import safe_slug
 from .extractor import Discard
-from .llm_client import AnswerSchema, LLMClient, Usage, snippet
+from .llm_client import AnswerSchema, LLMClient, Usage, answer_of_shape, snippet
 from .prompts import ENTITY_TYPES, PRIORITY, SCHEMA, SYSTEM_PROMPT, user_prompt
 
 MAX_TAGS = 8
@@ -182,14 +182,7 @@ def validate_answer(
     all the assistant's or the system's is what no person said (the assistant's own claim,
     an instruction injected through a tool result it quoted), never a user's fact.
     """
-    if isinstance(value, list):
-        value = {"facts": value}
-    try:
-        answer = _RawAnswer.model_validate(value)
-    except ValidationError as exc:
-        raise LLMOutputError(
-            f"the model's answer does not have the expected shape: {snippet(str(value))!r}"
-        ) from exc
+    answer = answer_of_shape(_RawAnswer, value, "facts", "the model's answer")
 
     by_id = {t.id: t for t in turns}
     person_ids = tuple(t.id for t in turns if t.from_person)
