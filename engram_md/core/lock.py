@@ -171,3 +171,16 @@ def _flock_holder(fd: int) -> int | None:
     except OSError:  # not Linux, or /proc not mounted
         pass
     return None
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (one owned by another user counts: it exists)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True

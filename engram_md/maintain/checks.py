@@ -18,6 +18,7 @@ import regex
 
 from ..core.atomic import TMP_MARKER, is_temp_file
 from ..core.errors import MemoryFileError
+from ..core.lock import pid_alive
 from ..core.models import Fact, Source, Status
 from ..core.paths import MemoryLayout
 from ..index.lance import (
@@ -112,16 +113,6 @@ def writer_active(layout: MemoryLayout) -> bool:
     finally:
         os.close(fd)  # closing drops a lock we got
     return False
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # ---------------------------------------------------------------- the checks

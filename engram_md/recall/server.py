@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.atomic import TMP_MARKER
 from ..core.errors import ConfigError, RecallServerError
+from ..core.lock import pid_alive
 from .wire import RecallAnswer
 
 if TYPE_CHECKING:  # the recall stack (LanceDB, the model) loads only where it runs
@@ -427,25 +428,13 @@ def find_daemon(endpoint_path: Path) -> Endpoint | None:
         host = loopback_host(host)
     except ConfigError:
         return None  # never send the token off the machine, whatever the file says
-    if not _alive(pid):
+    if not pid_alive(pid):  # it may exist yet not be ours: the connection attempt tells
         return None
     return Endpoint(host, port, pid, token)
 
 
 def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # it exists; the connection attempt will tell whether it is ours
-    except OSError:
-        return False
-    return True
 
 
 class _Connection(http.client.HTTPConnection):
