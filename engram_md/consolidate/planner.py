@@ -32,7 +32,7 @@ from ..core.errors import MemoryFileError
 from ..core.models import Fact, Status
 from ..core.paths import MemoryLayout
 from ..store.access import AccessLog
-from ..store.fact_store import MemoryStore
+from ..store.fact_store import MemoryStore, folder_order
 from ..store.factfile import read_fact
 from .combine import View, advance, combine
 from .contradictions import Relation, exact_duplicates, lineage_changes, offline_relations
@@ -80,12 +80,6 @@ def load_facts(store: MemoryStore, progress: Progress | None = None) -> Loaded:
         if progress is not None and (done % 2000 == 0 or done == len(paths)):
             progress("reading facts", done, len(paths))
     return loaded
-
-
-def _folder_order(layout: MemoryLayout, path: Path) -> tuple[bool, str]:
-    """Store order: live facts before archived ones, then by path."""
-    text = str(path)
-    return (text.startswith(str(layout.archive_dir) + os.sep), text)
 
 
 def plan_run(
@@ -156,7 +150,7 @@ def plan_run(
             layout=layout,
             now=now,
             epoch=state.epoch + 1,
-            facts=sorted(view.items(), key=lambda item: _folder_order(layout, item[0])),
+            facts=sorted(view.items(), key=lambda item: folder_order(layout.relative(item[0]))),
             access_counts=dict(access),
         )
         try:

@@ -34,7 +34,7 @@ from ..organize.boxfile import box_files, read_box
 from ..organize.graph import GraphStore
 from ..organize.traces import load_traces
 from ..store.dedup import HashIndex
-from ..store.fact_store import MemoryStore
+from ..store.fact_store import MemoryStore, folder_order
 from ..store.factfile import read_fact
 from .problems import Problem
 from .tombstones import TOMBSTONES, read_tombstones
@@ -45,11 +45,6 @@ _ID_LINE = regex.compile(r"^id:\s*['\"]?(?P<id>[^\s'\"#]+)", regex.MULTILINE)
 
 
 # ---------------------------------------------------------------- what the folder holds
-
-
-def folder_order(rel: str) -> tuple[bool, str]:
-    """Folder order, as the indexer decides between two files with one id: live first."""
-    return (rel.startswith("archive/"), rel)
 
 
 @dataclass

@@ -22,8 +22,7 @@ from ..organize.boxes import BoxBuilder
 from ..organize.boxfile import add_box_members, drop_from_boxes
 from ..organize.graph import GraphStore
 from ..organize.traces import TraceWeaver, update_traces
-from ..store.dedup import HashIndex
-from .checks import Exam, folder_order, hash_problems, read_folder
+from .checks import Exam, hash_problems, read_folder
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +50,7 @@ def fix(parts: FolderParts, exam: Exam) -> list[str]:
         _reindex(parts)
     # The hash index last: the reconcile above adjusts entries of the files it touched.
     if hash_problems(layout, read_folder(parts.store)):
-        _rebuild_hashes(parts)
+        parts.store.rebuild_hashes()
     return notes
 
 
@@ -151,10 +150,3 @@ def _reindex(parts: FolderParts) -> None:
         log.info("not indexed: %s", problem)
 
 
-def _rebuild_hashes(parts: FolderParts) -> None:
-    """The hash index from the readable files; the first file in folder order holds each
-    statement (live before archived, as the indexer decides)."""
-    folder = read_folder(parts.store)
-    order = sorted(folder.facts, key=folder_order)
-    pairs = [(folder.facts[rel].content_hash, rel) for rel in order]
-    parts.store.hashes = HashIndex.rebuild(parts.layout.hashes_path, reversed(pairs))

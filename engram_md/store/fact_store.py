@@ -20,6 +20,12 @@ from .factfile import read_fact, write_fact
 log = logging.getLogger(__name__)
 
 
+def folder_order(rel: str) -> tuple[bool, str]:
+    """The order in which two files of the folder compete for one id or one statement: live
+    before archived, then by path."""
+    return (rel.startswith("archive/"), rel)
+
+
 class MemoryStore:
     def __init__(self, layout: MemoryLayout, hashes: HashIndex, *, fsync: bool = True) -> None:
         self.layout = layout
@@ -57,12 +63,15 @@ class MemoryStore:
                 yield path, exc
 
     def rebuild_hashes(self) -> int:
+        """The hash index from the readable files. Two files with one statement: the first in
+        :func:`folder_order` holds it (live before archived, as the indexer decides)."""
         pairs = []
         for path, fact in self.scan():
             if isinstance(fact, MemoryFileError):
                 log.warning("%s", fact)
                 continue
             pairs.append((fact.content_hash, self.layout.relative(path)))
+        pairs.sort(key=lambda pair: folder_order(pair[1]), reverse=True)  # the first one wins
         self.hashes = HashIndex.rebuild(self.layout.hashes_path, pairs)
         return len(pairs)
 
