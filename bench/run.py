@@ -19,7 +19,7 @@ from typing import Any
 
 from . import locomo
 
-PARTS = ("signals", "pipeline", "recall_quality", "latency")
+PARTS = ("signals", "pipeline", "sessions", "recall_quality", "latency")
 
 
 def _signals() -> dict[str, Any]:
@@ -35,6 +35,12 @@ def _pipeline() -> dict[str, Any]:
     from . import pipeline_bench
 
     return pipeline_bench.run()
+
+
+def _sessions() -> dict[str, Any]:
+    from . import sessions_bench
+
+    return sessions_bench.run()
 
 
 def _recall_quality() -> dict[str, Any]:
@@ -56,6 +62,7 @@ def _latency() -> dict[str, Any]:
 RUNNERS = {
     "signals": _signals,
     "pipeline": _pipeline,
+    "sessions": _sessions,
     "recall_quality": _recall_quality,
     "latency": _latency,
 }
