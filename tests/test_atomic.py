@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -86,3 +87,19 @@ def test_temp_file_name_is_recognised(tmp_path: Path, monkeypatch: pytest.Monkey
 )
 def test_is_temp_file(name: str, expected: bool) -> None:
     assert is_temp_file(Path("/somewhere") / name) is expected
+
+
+def test_a_write_error_names_the_file_it_was_writing(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A full disk fails in write or fsync, where the OS names no file: the error then names
+    the file being written, so the CLI's one line can say which."""
+
+    def no_space(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(atomic.os, "fsync", no_space)
+    target = tmp_path / "facts" / "a.md"
+    with pytest.raises(OSError) as caught:
+        atomic.atomic_write_text(target, "hello")
+    assert caught.value.filename == str(target)
+    assert not target.exists()
+    assert list(target.parent.iterdir()) == []  # no temp file left behind

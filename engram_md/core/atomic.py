@@ -25,6 +25,12 @@ def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
                 os.fsync(handle.fileno())
         crashpoint("file.rename")
         os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.filename is None:
+            # A write or fsync error (a full disk) names no file; the caller's message should.
+            exc.filename = str(path)
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
