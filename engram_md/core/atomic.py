@@ -27,7 +27,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        if exc.filename is None:
+        if exc.filename is None and exc.errno is not None:
             # A write or fsync error (a full disk) names no file; the caller's message should.
             exc.filename = str(path)
         raise
