@@ -25,6 +25,7 @@ from .core.lock import WriterLock
 from .core.paths import MemoryLayout
 from .core.statefile import load_json, save_json
 from .core.telemetry import ActionLog
+from .core.writable import check_writable, unwritable
 from .extract.extractor import Extractor
 from .extract.llm_client import LLMClient, Usage
 from .extract.llm_extractor import LLMExtractor
@@ -89,6 +90,8 @@ def _open_writer_parts(
 ) -> FolderParts:
     layout = cfg.layout
     layout.ensure()
+    # A read-only or foreign folder is refused here, by name, before anything is written.
+    check_writable([layout.memory_dir, layout.state_dir])
     lock = _take_writer_lock(layout)
     try:
         # A kill -9 between a temp write and its rename leaves the temp file: ours to clear.
@@ -164,20 +167,24 @@ def _open_reader_parts(
     embedder: Embedder | None = None,
 ) -> FolderParts:
     layout = cfg.layout
-    embedder = embedder or open_embedder(cfg, layout, cache=cache_embeddings)
+    # A reader of a read-only state folder (a mounted snapshot) embeds without the cache.
+    cache = cache_embeddings and unwritable(layout.state_dir) is None
+    embedder = embedder or open_embedder(cfg, layout, cache=cache)
     hashes = HashIndex.load(layout.hashes_path) or HashIndex(layout.hashes_path, {})
     store = MemoryStore(layout, hashes)
     if not with_index:
         return FolderParts(cfg, layout, store, embedder, None)
-    if refresh_index:
-        layout.ensure()
+    if refresh_index and layout.memory_dir.is_dir():
+        # A reader never creates the memory folder; the index lives in state/, which a fresh
+        # clone of the memory folder lacks.
+        layout.state_dir.mkdir(parents=True, exist_ok=True)
         # Only the state lock: a reader writes nothing but this state's index, and a daemon on
         # the same memory folder with another state directory does not keep this index true.
         lock = WriterLock(layout.lock_path)
         try:
             lock.acquire(wait_seconds=0)  # never wait: a writer holding it keeps the index true
-        except LockError:
-            pass
+        except (LockError, OSError):
+            pass  # held by a writer, or a state folder we cannot write: the index as it stands
         else:
             try:
                 store = MemoryStore.open(layout)
@@ -211,7 +218,9 @@ def open_reader(
     with_index: bool = True,
     embedder: Embedder | None = None,
 ) -> Iterator[FolderParts]:
-    """The folder opened for reading: no lock held, nothing in ``memory/`` written.
+    """The folder opened for reading: no lock held, nothing in ``memory/`` written, and a
+    memory folder that does not exist is not created (a mistyped path reads as empty; the
+    command says so).
 
     ``refresh_index``: when no writer holds the folder, take the lock for a moment and
     reconcile the index with the folder first, so a hand edit made since the last run is

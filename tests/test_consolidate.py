@@ -31,6 +31,7 @@ from engram_md.core.models import Fact, Status
 from engram_md.core.paths import MemoryLayout
 from engram_md.core.statefile import save_json
 from engram_md.index.indexer import Indexer
+from engram_md.store.access import AccessLog
 from engram_md.store.dedup import HashIndex
 from engram_md.store.fact_store import MemoryStore
 from engram_md.store.factfile import read_fact, render_fact
@@ -255,28 +256,19 @@ def test_apply_diff_and_combine_rules(tmp_path: Path) -> None:
     assert len(notes) == 1 and "second move" in notes[0]
 
 
-def test_access_log_folded_prefix_is_dropped(cfg: Config) -> None:
+def test_recalls_are_folded_into_state_once_and_no_file_changes(cfg: Config) -> None:
     layout, store, planted = _planted(cfg)
     layout.access_path.write_text(json.dumps({"at": "x", "ids": [planted.decision.id]}) + "\n")
-
-    def fold(ctx: Context) -> list[Change]:
-        return [
-            FactUpdate(p, f, f.with_changes(access_count=f.access_count + ctx.access_counts[f.id]),
-                       "fold_access", "recalled")
-            for p, f in ctx.facts
-            if ctx.access_counts.get(f.id)
-        ]  # fmt: skip
-
-    _run(cfg, layout, store, steps=(fold,))
-    assert (
-        read_fact(
-            layout.fact_path(
-                "decision", planted.decision.created, planted.decision.content_hash[:8]
-            )
-        ).access_count
-        == 1
+    decision = layout.fact_path(
+        "decision", planted.decision.created, planted.decision.content_hash[:8]
     )
-    assert layout.access_path.read_text() == ""
+    before = decision.read_bytes()
+    _run(cfg, layout, store)
+    _run(cfg, layout, store)  # the recall was folded once: the second run adds nothing
+    usage = AccessLog(layout.access_path).read()
+    assert usage.accesses(planted.decision.id) == 1 and not usage.recent
+    assert usage.standings[planted.decision.id].first_epoch == 1
+    assert decision.read_bytes() == before
 
 
 def test_index_follows_and_a_failed_judge_leaves_facts_pending(cfg: Config) -> None:

@@ -460,8 +460,10 @@ def _drop_box_row(folder: Folder, path: Path) -> tuple[str, str]:
     return ("index_box_row_missing", folder.layout.relative(path))
 
 
-def _touch_box(folder: Folder, path: Path) -> tuple[str, str]:
-    os.utime(path, ns=(1, 1))
+def _edit_box(folder: Folder, path: Path) -> tuple[str, str]:
+    """A box file edited by hand (a topic added): its row no longer says what the file does.
+    (A touch alone is no problem: see test_cli_safety.)"""
+    path.write_text(path.read_text().replace("topics: [", "topics: [edited-by-hand, ", 1))
     return ("index_box_row_stale", folder.layout.relative(path))
 
 
@@ -474,7 +476,7 @@ def _orphan_box_row(folder: Folder, path: Path) -> tuple[str, str]:
     return ("index_box_row_orphan", ghost.id)
 
 
-@pytest.mark.parametrize("plant", [_drop_box_row, _touch_box, _orphan_box_row])
+@pytest.mark.parametrize("plant", [_drop_box_row, _edit_box, _orphan_box_row])
 def test_each_box_row_problem_alone_is_repaired(
     folder: Folder, plant: Callable[[Folder, Path], tuple[str, str]]
 ) -> None:

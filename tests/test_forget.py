@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -21,6 +23,7 @@ from engram_md.consolidate.entities import plan_entities
 from engram_md.consolidate.folder_index import render_topics
 from engram_md.consolidate.plan import Context, FileWrite
 from engram_md.core.config import Config, load_config
+from engram_md.core.errors import EngramError
 from engram_md.core.lock import WriterLock
 from engram_md.core.models import (
     Category,
@@ -43,7 +46,7 @@ from engram_md.ingest.journal import Journal
 from engram_md.ingest.pipeline import fact_id
 from engram_md.maintain import forget as forget_mod
 from engram_md.maintain.doctor import examine
-from engram_md.maintain.forget import ForgetReport, is_known_id, plan_forget
+from engram_md.maintain.forget import ForgetReport, named, plan_forget
 from engram_md.maintain.problems import DoctorReport
 from engram_md.maintain.quotes import Quotes
 from engram_md.organize.boxfile import read_box
@@ -167,7 +170,7 @@ def plan_in(folder: Folder, ids: Sequence[str]) -> ForgetReport:
 
 def known_in(folder: Folder, text: str) -> bool:
     with open_reader(folder.cfg, embedder=folder.embedder(), with_index=False) as parts:
-        return is_known_id(parts.store, text)
+        return named(parts.store, text) == text
 
 
 def forget_in(
@@ -458,6 +461,58 @@ def test_a_failed_forget_keeps_the_file_until_the_rest_is_done(
     assert examine_folder(folder).ok
 
 
+def test_a_forget_stopped_before_its_files_is_not_on_record_and_the_memory_stays_whole(
+    folder: Folder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk after the index row went: no tombstone beside a memory recall serves, the
+    file is whole, the next reader's reconcile indexes it again; a re-run finishes."""
+    layout = folder.layout
+    target = folder.fact(STATEMENTS[5][3])
+
+    def disk_full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(layout.entities_dir))
+
+    monkeypatch.setattr(forget_mod, "refresh_derived", disk_full)
+    with pytest.raises(EngramError, match="run it again"):
+        forget_in(folder, [target.id])
+    monkeypatch.undo()
+    assert not (layout.state_dir / "forgotten.jsonl").exists()
+    assert read_fact(folder.paths[target.id]) == target
+    with open_reader(folder.cfg, refresh_index=True, embedder=folder.embedder()) as parts:
+        assert parts.index is not None and target.id in parts.index.get([target.id])
+
+    forget_in(folder, [target.id])
+    assert not folder.paths[target.id].exists()
+    assert _holding(layout, target.content) == []
+    assert examine_folder(folder).ok
+
+
+def test_a_folder_it_cannot_write_is_refused_before_any_change(
+    folder: Folder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    layout = folder.layout
+    target = folder.fact(STATEMENTS[1][3])
+    box = _box_of(folder, target)
+    before = _everything(layout)
+    read_only = {box.parent}
+
+    def unwritable(path: Path) -> OSError | None:
+        if path in read_only:
+            return OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        return None
+
+    monkeypatch.setattr("engram_md.core.writable.unwritable", unwritable)
+    with pytest.raises(OSError) as raised:
+        forget_in(folder, [target.id])
+    assert raised.value.errno == errno.EROFS and raised.value.filename == str(box.parent)
+    # Opening and closing the writer writes its own files (the lock, LLM usage): forget none.
+    writer_files = {str(layout.lock_path), str(layout.usage_path)}
+    after = _everything(layout)
+    assert {k: v for k, v in after.items() if k not in writer_files} == {
+        k: v for k, v in before.items() if k not in writer_files
+    }
+
+
 # ---------------------------------------------------------------- lineage
 
 
@@ -677,9 +732,10 @@ def test_the_forget_command_by_query_and_by_id(cli: Cli) -> None:
     files = cli.fact_files()
     uv = next(rel for rel, data in files.items() if b"uv instead of pip" in data)
 
-    # A query without --yes and without a terminal lists the matches and forgets nothing.
+    # A query without --all-matches and without a terminal lists the matches and forgets
+    # nothing.
     asked = cli("forget", "uv instead of pip")
-    assert asked.returncode == 1 and "--yes" in asked.stderr.decode()
+    assert asked.returncode == 1 and "--all-matches" in asked.stderr.decode()
     assert "uv instead of pip" in asked.stdout.decode()
     assert cli.fact_files() == files
 
@@ -698,7 +754,7 @@ def test_the_forget_command_by_query_and_by_id(cli: Cli) -> None:
     runner = CliRunner()
     args = ["--memory-dir", str(cli.memory), "--state-dir", str(cli.state)]
     typo = runner.invoke(app, [*args, "forget", "preference-20260302-090200-00000000"])
-    assert typo.exit_code == 1 and "no memory with id" in typo.output
+    assert typo.exit_code == 1 and "no memory named" in typo.output
     other_id = _id_of(cli, next(iter(cli.fact_files())))
     by_id = runner.invoke(app, [*args, "forget", other_id, "--reason", "test"])
     assert by_id.exit_code == 0, by_id.output

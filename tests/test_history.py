@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from engram_md.cli import app
@@ -11,7 +13,7 @@ from engram_md.consolidate.run import consolidate
 from engram_md.consolidate.vectors import Vectors
 from engram_md.core.config import Config
 from engram_md.core.paths import MemoryLayout
-from engram_md.maintain.history import fact_history, find_fact, render_history
+from engram_md.maintain.history import fact_history, render_history
 from engram_md.store.fact_store import MemoryStore
 
 from .consolidate_folder import NOW, Planted, make_fact, plant, write
@@ -62,12 +64,47 @@ def test_hand_written_ids_and_missing_links(cfg: Config) -> None:
     fact = make_fact("Dana keeps a paper notebook.", created=NOW)
     custom = fact.with_changes(id="my-own-note", superseded_by="gone-1")
     path = write(layout, custom)
-    found = find_fact(layout, "my-own-note")
-    assert found is not None and found.path == path
     data = fact_history(layout, "my-own-note")
-    assert data is not None and data["supersededBy"] == [{"id": "gone-1", "missing": True}]
+    assert data is not None and data["path"] == layout.relative(path)
+    assert data["supersededBy"] == [{"id": "gone-1", "missing": True}]
     assert "no file holds this id" in render_history(data)
     assert fact_history(layout, "fact-20990101-000000-deadbeef") is None
+
+
+def test_a_fact_is_named_by_its_id_its_path_or_its_file_name(
+    cfg: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    layout, planted = _consolidated(cfg)
+    fact = planted.old_team
+    path = layout.fact_path(fact.category.value, fact.created, fact.content_hash[:8])
+    rel = layout.relative(path)
+    monkeypatch.chdir(layout.memory_dir.parent)  # where git prints "memory/facts/..."
+    names = [
+        fact.id,
+        path.stem,
+        path.name,
+        rel,  # relative to the memory folder
+        f"{layout.memory_dir.name}/{rel}",  # relative to the working folder
+        str(path),
+        f"elsewhere/memory/{rel}",  # as git prints it from a repository root elsewhere
+    ]
+    for name in names:
+        data = fact_history(layout, name)
+        assert data is not None and data["id"] == fact.id, name
+    for name in ("facts/2026-01-10/fact-000000-00000000.md", "fact-000000-00000000", "../x.md"):
+        assert fact_history(layout, name) is None, name
+
+
+def test_an_archived_copy_yields_to_the_live_file(cfg: Config) -> None:
+    layout = cfg.layout
+    fact = make_fact("Dana keeps a paper notebook.", created=NOW)
+    live = write(layout, fact)
+    archived = layout.archive_dir / Path(layout.relative(live))
+    archived.parent.mkdir(parents=True)
+    archived.write_bytes(live.read_bytes())
+    for name in (fact.id, live.stem, layout.relative(archived)):
+        data = fact_history(layout, name)
+        assert data is not None and data["path"] == layout.relative(live), name
 
 
 def test_cli(cfg: Config) -> None:
@@ -77,5 +114,10 @@ def test_cli(cfg: Config) -> None:
     result = runner.invoke(app, [*args, "history", planted.old_team.id, "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["status"] == "superseded"
+    old = planted.old_team
+    path = layout.fact_path(old.category.value, old.created, old.content_hash[:8])
+    by_name = runner.invoke(app, [*args, "history", path.stem, "--json"])
+    assert by_name.exit_code == 0, by_name.output
+    assert json.loads(by_name.stdout)["id"] == old.id
     result = runner.invoke(app, [*args, "history", "nope"])
-    assert result.exit_code == 1
+    assert result.exit_code == 1 and "no memory named 'nope'" in result.output

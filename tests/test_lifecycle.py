@@ -1,4 +1,5 @@
-"""Lifecycle step: decay from the epoch counter, scores, retirement, archival, idempotence."""
+"""Lifecycle: decay from the epoch counter, standings (scores, states, tiers, recalls) in
+state/, retirement, archival, the move of an older version's counters, idempotence."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from engram_md.consolidate.lifecycle import (
-    FIRST_EPOCH_KEY,
+    adopt_former,
     decayed_importance,
     effective_importance,
+    move_former_counters,
     plan_lifecycle,
+    rate,
     resolved_commitments,
 )
 from engram_md.consolidate.plan import Change, Context, FactMove, FactUpdate, FileWrite
@@ -30,6 +33,7 @@ from engram_md.core.models import (
 )
 from engram_md.core.paths import MemoryLayout
 from engram_md.extract.normalize import confidence_tier
+from engram_md.store.access import Standing
 from engram_md.store.factfile import read_fact, write_fact
 from engram_md.text.hashing import content_hash
 
@@ -88,8 +92,16 @@ class Folder:
         roots = (self.layout.facts_dir, self.layout.archive_dir / "facts")
         return [(p, read_fact(p)) for root in roots for p in sorted(root.rglob("*.md"))]
 
-    def ctx(self, *, epoch: int = 1, access: Mapping[str, int] | None = None) -> Context:
-        return Context(self.cfg, self.layout, NOW, epoch, self.facts(), dict(access or {}))
+    def ctx(
+        self,
+        *,
+        epoch: int = 1,
+        access: Mapping[str, int] | None = None,
+        standings: Mapping[str, Standing] | None = None,
+    ) -> Context:
+        return Context(
+            self.cfg, self.layout, NOW, epoch, self.facts(), dict(access or {}), standings or {}
+        )
 
 
 def apply(changes: Sequence[Change]) -> None:
@@ -124,29 +136,30 @@ def test_importance_decays_per_epoch_by_kind_with_floor_and_boost() -> None:
     assert decayed_importance(0.99, "fact", "note", 0, 50) == 1.0
 
 
-def test_effective_importance_counts_epochs_since_the_stamp() -> None:
+def test_effective_importance_counts_epochs_since_the_first() -> None:
     fact = make_fact("The build uses make.", importance=0.6)
-    assert effective_importance(fact, 50, 0) == 0.6  # never consolidated: no decay yet
-    stamped = fact.with_changes(extra={FIRST_EPOCH_KEY: 10})
-    assert effective_importance(stamped, 10, 0) == 0.6
-    assert effective_importance(stamped, 30, 0) == pytest.approx(0.6 * 0.988**20)
-    assert effective_importance(stamped, 5, 0) == 0.6  # counter reset: no negative age
-    odd = fact.with_changes(extra={FIRST_EPOCH_KEY: "soon"})  # a bad hand edit is ignored
-    assert effective_importance(odd, 30, 0) == 0.6
+
+    def at(epoch: int, first: int | None) -> float:
+        return effective_importance(fact, epoch=epoch, first_epoch=first, accesses=0)
+
+    assert at(50, None) == 0.6  # never consolidated: no decay yet
+    assert at(10, 10) == 0.6
+    assert at(30, 10) == pytest.approx(0.6 * 0.988**20)
+    assert at(5, 10) == 0.6  # counter reset: no negative age
 
 
-def test_first_consolidation_stamps_the_epoch_and_decay_needs_no_rewrite(folder: Folder) -> None:
+def test_first_consolidation_stamps_the_epoch_in_state_and_never_rewrites(folder: Folder) -> None:
     path = folder.add(make_fact("The build uses make.", created=NOW - timedelta(days=2)))
-    changes = plan_lifecycle(folder.ctx(epoch=7))
-    assert len(changes) == 1 and isinstance(changes[0], FactUpdate)
-    apply(changes)
-    text = path.read_text(encoding="utf-8")
-    assert "firstEpoch: 7" in text and "heatScore:" in text and "tier: hot" in text
-    assert "importance: 0.5\n" in text  # stored importance is never rewritten for decay
-    assert plan_lifecycle(folder.ctx(epoch=7)) == []
-    # Later epochs change the effective importance without touching the file.
+    before = path.read_bytes()
+    assert plan_lifecycle(folder.ctx(epoch=7)) == []  # nothing of meaning changes
+    standing = rate(folder.ctx(epoch=7))[read_fact(path).id]
+    assert standing.first_epoch == 7 and standing.heat is not None and standing.tier == "hot"
+    # The next epochs rate it from its standing: decay without touching the file.
+    later = rate(folder.ctx(epoch=20, standings={read_fact(path).id: standing}))
+    assert later[read_fact(path).id].first_epoch == 7
     fact = read_fact(path)
-    assert effective_importance(fact, 20, 0) < 0.5
+    assert effective_importance(fact, epoch=20, first_epoch=7, accesses=0) < 0.5
+    assert path.read_bytes() == before
 
 
 # ---------------------------------------------------------------- the acceptance cases
@@ -249,11 +262,11 @@ def test_archival_spares_recalled_corrections_protected_and_young(folder: Folder
     young = make_fact("Tea break happened.", category=Category.MOMENT, importance=0.1)
     for fact in (recalled, correction, pinned, young):
         folder.add(fact)
-    changes = plan_lifecycle(folder.ctx(access={recalled.id: 3}))
+    ctx = folder.ctx(access={recalled.id: 3})
+    changes = plan_lifecycle(ctx)
     assert not any(isinstance(c, FactMove) for c in changes)
     assert not any(isinstance(c, FactUpdate) and c.retires for c in changes)
-    folded = [c for c in changes if isinstance(c, FactUpdate) and c.before.id == recalled.id]
-    assert folded[0].after.access_count == 3
+    assert rate(ctx)[recalled.id].accesses == 3
 
 
 def test_decay_over_epochs_archives_what_was_once_important(folder: Folder) -> None:
@@ -263,12 +276,15 @@ def test_decay_over_epochs_archives_what_was_once_important(folder: Folder) -> N
         kind=MemoryKind.EPISODE,
         importance=0.5,
         created=NOW - timedelta(days=120),
-        extra={FIRST_EPOCH_KEY: 1},
     )
     path = folder.add(fact)
-    assert not any(isinstance(c, FactMove) for c in plan_lifecycle(folder.ctx(epoch=2)))
+    first = {fact.id: Standing(first_epoch=1)}
+    assert not any(
+        isinstance(c, FactMove) for c in plan_lifecycle(folder.ctx(epoch=2, standings=first))
+    )
     # 0.5 * 0.98^40 = 0.22 < 0.3: forty consolidations later it sinks into the archive.
-    moves = [c for c in plan_lifecycle(folder.ctx(epoch=41)) if isinstance(c, FactMove)]
+    later = plan_lifecycle(folder.ctx(epoch=41, standings=first))
+    moves = [c for c in later if isinstance(c, FactMove)]
     assert [m.source for m in moves] == [path]
 
 
@@ -313,9 +329,9 @@ def test_recently_resolved_and_tagged_commitments(folder: Folder) -> None:
     for fact in (recent, done, tagged, open_one):
         folder.add(fact)
     retired = {c.before.id: c for c in plan_lifecycle(folder.ctx()) if isinstance(c, FactUpdate)}
-    assert not retired[recent.id].retires  # resolved 10 days ago: kept for now
+    assert recent.id not in retired  # resolved 10 days ago: kept for now
     assert retired[tagged.id].retires and "tagged fulfilled" in retired[tagged.id].reason
-    assert not retired[open_one.id].retires  # unresolved commitments are never retired
+    assert open_one.id not in retired  # unresolved commitments are never retired
 
 
 # ---------------------------------------------------------------- states, tiers, accesses
@@ -336,63 +352,64 @@ def test_lifecycle_states_and_tiers(folder: Folder) -> None:
     )
     for fact in (fresh, confirmed, disputed, faint):
         folder.add(fact)
-    after = {
-        c.before.id: c.after for c in plan_lifecycle(folder.ctx()) if isinstance(c, FactUpdate)
-    }
-    assert after[fresh.id].lifecycle_state is LifecycleState.VALIDATED
-    assert after[confirmed.id].lifecycle_state is LifecycleState.ACTIVE
-    assert after[disputed.id].lifecycle_state is LifecycleState.STALE
-    assert after[faint.id].lifecycle_state is LifecycleState.STALE
+    assert plan_lifecycle(folder.ctx()) == []  # ratings are not meaning: no file changes
+    after = rate(folder.ctx())
+    assert after[fresh.id].lifecycle is LifecycleState.VALIDATED
+    assert after[confirmed.id].lifecycle is LifecycleState.ACTIVE
+    assert after[disputed.id].lifecycle is LifecycleState.STALE
+    assert after[faint.id].lifecycle is LifecycleState.STALE
     assert after[faint.id].tier == "cold" and after[fresh.id].tier == "hot"
-    for fact in after.values():
-        assert fact.heat_score is not None and 0 <= fact.heat_score <= 1
-        assert round(fact.heat_score * 20, 6) == round(fact.heat_score * 20)  # 0.05 steps
+    for standing in after.values():
+        assert standing.heat is not None and 0 <= standing.heat <= 1
+        assert round(standing.heat * 20, 6) == round(standing.heat * 20)  # 0.05 steps
+    # Rated again from its own standing, nothing moves: the rating is a fixed point.
+    assert rate(folder.ctx(standings=after)) == after
+
+
+def test_a_stale_fact_that_recovers_becomes_validated(folder: Folder) -> None:
+    fact = make_fact("The API is versioned by date.", created=NOW - timedelta(hours=3))
+    folder.add(fact)
+    was = {fact.id: Standing(lifecycle=LifecycleState.STALE)}
+    assert rate(folder.ctx(standings=was))[fact.id].lifecycle is LifecycleState.VALIDATED
 
 
 def test_cold_fact_comes_back_when_recalled_a_lot(folder: Folder) -> None:
     fact = make_fact(
-        "The VPN config is in the ops repo.",
-        created=NOW - timedelta(days=30),
-        tier="cold",
-        importance=0.7,
+        "The VPN config is in the ops repo.", created=NOW - timedelta(days=30), importance=0.7
     )
     folder.add(fact)
-    quiet = plan_lifecycle(folder.ctx())
-    assert [c.after.tier for c in quiet if isinstance(c, FactUpdate)] == ["cold"]
-    busy = plan_lifecycle(folder.ctx(access={fact.id: 25}))
-    assert [c.after.tier for c in busy if isinstance(c, FactUpdate)] == ["hot"]
+    cold = {fact.id: Standing(tier="cold")}
+    assert rate(folder.ctx(standings=cold))[fact.id].tier == "cold"
+    busy = rate(folder.ctx(access={fact.id: 25}, standings=cold))
+    assert busy[fact.id].tier == "hot"
 
 
 def test_access_folding_is_counted_once_and_reaches_inactive_facts(folder: Folder) -> None:
     live = make_fact("Deploys happen on Tuesdays.")
     gone = make_fact("Deploys happen on Mondays.", status=Status.SUPERSEDED)
     folder.add(live)
-    gone_path = folder.add(gone)
-    changes = plan_lifecycle(folder.ctx(access={live.id: 2, gone.id: 1, "unknown": 4}))
-    apply(changes)
-    assert read_fact(gone_path).access_count == 1
-    assert read_fact(gone_path).status is Status.SUPERSEDED
-    facts = {f.id: f for _, f in folder.facts()}
-    assert facts[live.id].access_count == 2
-    # The orchestrator moves its access high-water mark: nothing new -> nothing to do.
-    assert plan_lifecycle(folder.ctx()) == []
-    apply(plan_lifecycle(folder.ctx(access={live.id: 1})))
-    assert {f.id: f for _, f in folder.facts()}[live.id].access_count == 3
+    folder.add(gone)
+    before = {path: path.read_bytes() for path, _ in folder.facts()}
+    ctx = folder.ctx(access={live.id: 2, gone.id: 1, "unknown": 4})
+    assert plan_lifecycle(ctx) == []  # recalls never change a file
+    first = rate(ctx)
+    assert first[gone.id].accesses == 1 and first[live.id].accesses == 2
+    assert "unknown" not in first  # only facts the folder holds keep a standing
+    # Once folded, the recalls are in the standings: nothing new, nothing more.
+    assert rate(folder.ctx(standings=first)) == first
+    again = rate(folder.ctx(access={live.id: 1}, standings=first))
+    assert again[live.id].accesses == 3
+    assert {path: path.read_bytes() for path, _ in folder.facts()} == before
 
 
 def test_archived_facts_are_only_kept_consistent(folder: Folder) -> None:
-    archived = make_fact(
-        "Old note.",
-        status=Status.ARCHIVED,
-        lifecycle_state=LifecycleState.STALE,
-        created=NOW - timedelta(days=300),
-    )
+    archived = make_fact("Old note.", status=Status.ARCHIVED, created=NOW - timedelta(days=300))
     target = folder.layout.archive_dir / "facts" / "2025-08-05" / "fact-old.md"
     write_fact(target, archived, fsync=False)
-    changes = plan_lifecycle(folder.ctx())
-    assert len(changes) == 1 and isinstance(changes[0], FactUpdate)
-    assert changes[0].after.lifecycle_state is LifecycleState.ARCHIVED
-    assert changes[0].after.status is Status.ARCHIVED and not changes[0].retires
+    assert plan_lifecycle(folder.ctx()) == []
+    was = {archived.id: Standing(accesses=2, lifecycle=LifecycleState.STALE, heat=0.3)}
+    standing = rate(folder.ctx(standings=was))[archived.id]
+    assert standing == Standing(accesses=2, lifecycle=LifecycleState.ARCHIVED, heat=0.3)
 
 
 def test_status_archived_by_hand_moves_the_file_under_archive(folder: Folder) -> None:
@@ -402,10 +419,10 @@ def test_status_archived_by_hand_moves_the_file_under_archive(folder: Folder) ->
     assert len(changes) == 1 and isinstance(changes[0], FactMove)
     rel = path.relative_to(folder.layout.facts_dir)
     assert changes[0].target == folder.layout.archive_dir / "facts" / rel
-    assert changes[0].after.lifecycle_state is LifecycleState.ARCHIVED
     assert changes[0].after.status_history == ()  # the person's change, not ours
     apply(changes)
     assert plan_lifecycle(folder.ctx()) == []
+    assert rate(folder.ctx())[fact.id].lifecycle is LifecycleState.ARCHIVED
 
 
 def test_plan_is_deterministic(folder: Folder) -> None:
@@ -430,3 +447,37 @@ def test_plan_is_deterministic(folder: Folder) -> None:
 def test_speculative_confidence_tier_constant() -> None:
     # The expiry rule relies on extraction giving speculative facts an expiresAt.
     assert confidence_tier(0.3) is ConfidenceTier.SPECULATIVE
+
+
+# ---------------------------------------------------------------- an older version's counters
+
+
+def test_counters_in_frontmatter_move_to_the_standings_once(folder: Folder) -> None:
+    older = {
+        "accessCount": 4,
+        "firstEpoch": 3,
+        "lifecycleState": "validated",
+        "heatScore": 0.6,
+        "decayScore": 0.25,
+        "tier": "cold",
+        "reviewer": "ana",  # a person's key
+    }
+    fact = make_fact("The office has a piano.", extra=older)
+    odd = make_fact("The piano is out of tune.", extra={"tier": "gold", "accessCount": "many"})
+    path = folder.add(fact)
+    odd_path = folder.add(odd)
+    taken = adopt_former({}, folder.facts())
+    assert taken == {fact.id: Standing(4, 3, LifecycleState.VALIDATED, 0.6, 0.25, "cold")}
+    # A run killed after state/ was written finds the files unchanged: taken in again, the
+    # count is not doubled and the earlier epoch is kept.
+    recalled = Standing(6, 3, LifecycleState.ACTIVE, 0.7, 0.2, "hot")
+    assert adopt_former({fact.id: recalled}, folder.facts()) == {fact.id: recalled}
+    changes = move_former_counters(folder.ctx())
+    assert [(c.action, c.path) for c in changes] == [("migrate", path)]
+    apply(changes)
+    text = path.read_text(encoding="utf-8")
+    for key in older:
+        assert (f"\n{key}:" in text) is (key == "reviewer")
+    assert "tier: gold" in odd_path.read_text(encoding="utf-8")  # not ours: a person's key
+    assert move_former_counters(folder.ctx()) == []
+    assert adopt_former({}, folder.facts()) == {}

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from engram_md.core.config import RecallConfig
+from engram_md.core.models import LifecycleState
 from engram_md.index.table import IndexRow, MemoryIndex
 from engram_md.recall.recaller import (
     Recaller,
@@ -17,7 +18,7 @@ from engram_md.recall.recaller import (
     Weights,
     query_features,
 )
-from engram_md.store.access import AccessLog
+from engram_md.store.access import AccessLog, Standing
 from engram_md.text.embeddings import LocalMiniLM
 from engram_md.text.words import estimate_tokens
 
@@ -215,7 +216,27 @@ def test_json_contract(tmp_path: Path, minilm: LocalMiniLM) -> None:
     assert memory["created"] == "2026-03-02T09:00:00Z"
     assert 0.0 < memory["score"] < 1.0
     # Recalled memories count as accessed.
-    assert r.access.counts()["f-tea"] == 1
+    assert r.access.usage().recent["f-tea"] == 1
+
+
+def test_recall_counts_and_lifecycle_states_come_from_state(
+    tmp_path: Path, minilm: LocalMiniLM
+) -> None:
+    # The index holds neither (nor do the fact files): state/access.jsonl does.
+    r = recaller(tmp_path, minilm, FILLER)
+
+    def parts() -> ScoreParts:
+        result = r.recall("What does Priya drink?", explain=True, record_access=False)
+        return next(c.parts for c in result.candidates if c.row.id == "f-tea")
+
+    unrated = parts()
+    assert unrated.lifecycle == 1.0 and unrated.access_bonus == 0.0  # a candidate, never recalled
+    r.access.fold({"f-tea": Standing(accesses=4, lifecycle=LifecycleState.STALE)}, 0)
+    r.access.record(["f-tea"])
+    rated = parts()
+    assert rated.lifecycle == Weights().lifecycle["stale"]
+    assert rated.access_bonus == pytest.approx(0.12 * math.log1p(5))  # folded 4 + 1 since
+    assert rated.importance == pytest.approx(0.5 + 0.03)  # the boost of recalls not yet folded
 
 
 def test_an_empty_query_recalls_nothing(tmp_path: Path, minilm: LocalMiniLM) -> None:

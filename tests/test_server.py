@@ -190,7 +190,7 @@ def test_recall_records_access_like_in_process_recall(
     tmp_path: Path, recaller: Recaller, client: RecallClient
 ) -> None:
     remote = client.recall(QUERIES[0])
-    assert recaller.access.counts()[ids(remote)[0]] == 1
+    assert recaller.access.usage().recent[ids(remote)[0]] == 1
     assert (tmp_path / "access.jsonl").exists()
 
 

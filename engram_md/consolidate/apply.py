@@ -1,21 +1,24 @@
 """Applying a consolidation plan: the safety rail, then one atomic write per file.
 
-The plan is ordered so that a survivor is written before the fact it retires
-(:func:`.combine.combine`): a run killed between two writes leaves a folder the next run
-finishes, never a retired fact pointing at a successor that does not know it. After the
-files, the index and the hash index follow, and the recall counts folded into frontmatter
-leave ``state/access.jsonl``.
+First the standings go to ``state/access.jsonl`` (the recalls the plan read folded in, in one
+atomic replace): before any file, so a file of an older version loses its counters only once
+``state/`` holds them. Then the files: the plan is ordered so that a survivor is written
+before the fact it retires (:func:`.combine.combine`): a run killed between two writes leaves
+a folder the next run finishes, never a retired fact pointing at a successor that does not
+know it. After the files, the index and the hash index follow.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass
 
 from ..core.atomic import atomic_write_text, sweep_temp_files
 from ..core.crashpoints import crashpoint
-from ..core.errors import EngramError
+from ..core.errors import EngramError, UnsafePathError
+from ..core.folder import read_text
 from ..core.models import MemoryKind
 from ..core.paths import MemoryLayout
 from ..core.telemetry import ActionLog
@@ -25,6 +28,8 @@ from ..store.fact_store import MemoryStore
 from ..store.factfile import write_fact
 from .plan import Change, FactCreate, FactMove, FactUpdate, FileWrite, Plan, Progress
 from .report import relative_path
+
+log = logging.getLogger(__name__)
 
 
 class RetireLimitError(EngramError):
@@ -83,13 +88,21 @@ def apply_change(layout: MemoryLayout, change: Change, *, fsync: bool = True) ->
         return wrote
     path = change.path
     state_root = layout.state_dir.resolve()
-    if state_root not in path.resolve().parents:
-        layout.inside(path)  # derived files live in memory/ or state/, nowhere else
+    # A planted link, pipe or device in a page's place, or a folder linked out, is left as
+    # it is and reported; the rest of the run goes on.
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        shown = relative_path(layout, path)
+        log.warning("skipped %s: not a regular file (a link, a device or a pipe)", shown)
+        return False
     try:
-        if path.read_text(encoding="utf-8") == change.text:
-            return False
-    except (OSError, UnicodeDecodeError):
-        pass
+        if state_root not in path.resolve().parents:
+            layout.inside(path)  # derived files live in memory/ or state/, nowhere else
+    except UnsafePathError:
+        shown = relative_path(layout, path)
+        log.warning("skipped %s: its folder is a link out of the memory folder", shown)
+        return False
+    if read_text(path) == change.text:
+        return False
     atomic_write_text(path, change.text, fsync=fsync)
     return True
 
@@ -122,13 +135,10 @@ def apply_plan(
     progress: Progress | None = None,
     pause: Pause | None = None,
 ) -> int:
-    """Apply every change, then bring the index and the hash index up to date."""
+    """Write the standings, apply every change, then bring the index and the hash index up to
+    date."""
+    AccessLog(layout.access_path).fold(plan.standings, plan.access_length)
     applied = 0
-    # Recall counts folded into frontmatter must leave the log, or recall counts them twice.
-    folded_access = any(
-        isinstance(c, FactUpdate) and c.before.access_count != c.after.access_count
-        for c in plan.changes
-    )
     total = len(plan.changes)
     for done, change in enumerate(plan.changes, 1):
         # Each file is replaced atomically (a killed run leaves old or new bytes, never half);
@@ -167,6 +177,4 @@ def apply_plan(
                 store.hashes.add(fact.content_hash, layout.relative(path))
     if indexer is not None:
         indexer.flush()
-    if folded_access:
-        AccessLog(layout.access_path).drop_prefix(plan.access_length)
     return applied

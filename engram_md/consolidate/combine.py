@@ -25,7 +25,8 @@ def apply_diff(base: Fact, before: Fact, after: Fact) -> Fact:
 
     Fields the step left alone keep ``base``'s value. List fields that only grow (status
     history, lineage, turns, tags, entities) get the step's new items appended, so two steps
-    that each add a history entry both keep theirs.
+    that each add a history entry both keep theirs. Keys a person added (``extra``) are set
+    and removed as the step set and removed them.
     """
     changes: dict[str, Any] = {}
     for spec in fields(Fact):
@@ -37,7 +38,8 @@ def apply_diff(base: Fact, before: Fact, after: Fact) -> Fact:
             current = getattr(base, name)
             changes[name] = (*current, *(x for x in new if x not in current))
         elif name == "extra":
-            changes[name] = {**base.extra, **new}
+            kept = {k: v for k, v in base.extra.items() if k in new or k not in old}
+            changes[name] = {**kept, **new}
         else:
             changes[name] = new
     return base.with_changes(**changes) if changes else base
@@ -136,7 +138,7 @@ def combine(
         action, reason = label(path)
         if path in moves:
             moved.append(FactMove(path, moves[path], after, action, reason))
-        elif before is not None and after != before:
+        elif before is not None and (after != before or after.extra != before.extra):
             update = FactUpdate(path, before, after, action, reason)
             (retire if update.retires else keep).append(update)
     ordered: list[Change] = [creates[p] for p in sorted(creates)]

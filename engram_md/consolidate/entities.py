@@ -10,12 +10,14 @@ stay separate pages, and generic spellings join the most frequent specific one.
 
 A page is written for every merged entity mentioned by at least :data:`MIN_FACTS` facts. It
 holds frontmatter (type, name, aliases, fact counts, first and last seen), a synthesis
-paragraph (extractive: the most important *active* statements, by effective importance, told
-in time order), and a timeline of every fact, oldest first, linking to the fact file
-relative to the page; facts that are no longer active are struck through with their
+paragraph (extractive: the most important *active* statements, by the importance their
+files give, told in time order), and a timeline of every fact, oldest first, linking to the
+fact file relative to the page; facts that are no longer active are struck through with their
 status. Pages are derived files: they carry no clock reading and are rewritten only when
-their text changes. A page left behind under an alias's old name (``entity-dana.md`` once
-``person-dana`` exists) is replaced by a short "merged into" note, never deleted.
+their text changes; ranked by what the fact files say, not by recall counts or decay (both in
+state/), a page is never rewritten by a recall or by another epoch. A page left behind under
+an alias's old name (``entity-dana.md`` once ``person-dana`` exists) is replaced by a short
+"merged into" note, never deleted.
 
 Entity names inside fact files are not rewritten: the alias list of each page records the
 spellings, and rewriting thousands of fact files for a spelling would bury real changes in
@@ -31,11 +33,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.folder import read_text
 from ..core.models import Fact, Status
 from ..core.paths import MemoryLayout, safe_slug
 from ..organize.topics import ENTITY_TYPE_PREFIXES, entity_topic
 from ..store.factfile import format_time
-from .lifecycle import archive_predicate, effective_importance
+from .lifecycle import archive_predicate
 from .plan import Change, Context, FileWrite
 
 __all__ = ["MIN_FACTS", "EntityGroup", "group_entities", "plan_entities", "render_entity"]
@@ -186,21 +189,13 @@ def _frontmatter(values: Mapping[str, object]) -> str:
 _PLAIN_KEYS = frozenset({"type", "firstSeen", "lastSeen", "mergedInto"})
 
 
-def render_entity(
-    group: EntityGroup,
-    layout: MemoryLayout,
-    *,
-    epoch: int,
-    access_counts: Mapping[str, int],
-) -> str:
+def render_entity(group: EntityGroup, layout: MemoryLayout) -> str:
     in_archive = archive_predicate(layout)
     link_to = _linker(layout)
     active = [(p, f) for p, f in group.facts if f.status is Status.ACTIVE and not in_archive(p)]
-
-    def weight(fact: Fact) -> float:
-        return effective_importance(fact, epoch, fact.access_count + access_counts.get(fact.id, 0))
-
-    ranked = sorted(active, key=lambda pf: (-weight(pf[1]), -pf[1].created.timestamp(), pf[1].id))
+    ranked = sorted(
+        active, key=lambda pf: (-pf[1].importance, -pf[1].created.timestamp(), pf[1].id)
+    )
     chosen: list[Fact] = []
     seen: set[str] = set()
     for _, fact in ranked:
@@ -250,18 +245,8 @@ def _redirect(group: EntityGroup) -> str:
 
 
 def _looks_generated(path: Path) -> bool:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read(10) == "---\ntype: "
-    except (OSError, UnicodeDecodeError):
-        return False
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
+    text = read_text(path)  # never through a link: a planted one is simply not ours
+    return text is not None and text.startswith("---\ntype: ")
 
 
 # ---------------------------------------------------------------- the step
@@ -279,8 +264,8 @@ def plan_entities(ctx: Context) -> list[Change]:
             continue
         pages[slug] = group
         path = layout.inside(layout.entities_dir / f"{slug}.md")
-        text = render_entity(group, layout, epoch=ctx.epoch, access_counts=ctx.access_counts)
-        if _read(path) != text:
+        text = render_entity(group, layout)
+        if read_text(path) != text:
             reason = f"{len(group.facts)} fact(s), aliases: {', '.join(sorted(group.aliases))}"
             changes.append(FileWrite(path, text, "entity", reason))
     # Pages under an alias's own name, from before the merge: point them at the merged page.
@@ -294,6 +279,6 @@ def plan_entities(ctx: Context) -> list[Change]:
             if not path.exists() or not _looks_generated(path):
                 continue
             text = _redirect(group)
-            if _read(path) != text:
+            if read_text(path) != text:
                 changes.append(FileWrite(path, text, "entity_redirect", f"merged into {slug}"))
     return changes

@@ -1,7 +1,13 @@
 """Lifecycle of a fact: importance decay, heat and decay scores, tiers, retirement, archival.
 
-One planning step, :func:`plan_lifecycle`, and the formulas it is built from. The formulas are
-public so recall and ``status`` use the very same numbers (one formula, never a fork).
+Two parts. :func:`rate` gives every fact its **standing** after a run (recalls folded in,
+first epoch, heat, decay, lifecycle state, tier): machine numbers that live in
+``state/access.jsonl`` (:mod:`engram_md.store.access`), never in the fact file, so neither a
+recall nor the passing of epochs changes a file. The planning step :func:`plan_lifecycle`
+plans the changes of meaning (retirement, archival) and, once, the move of the counters
+older versions wrote into frontmatter (:func:`adopt_former` takes them into the standings).
+The formulas are public so every caller uses the very same numbers (one formula, never a
+fork).
 
 **Importance decay** (seed 000/001). A fact's stored ``importance`` is what extraction gave it
 and is never rewritten for decay. What counts is the *effective* importance, computed from the
@@ -11,10 +17,10 @@ consolidation epoch counter::
 
 ``factor`` depends on the kind of memory: 0.996 per epoch for procedural knowledge (preferences,
 principles, skills: half-life ~173 epochs), 0.98 for episodes (~35), 0.988 for the rest (~58).
-``epochs_lived`` is the current epoch minus the epoch a fact was first consolidated in, which
-is stamped once into its frontmatter as ``firstEpoch``; decay therefore only happens while
-consolidation runs (an idle agent forgets nothing), and files are not rewritten per epoch.
-Each recall (``accesses``) lifts a memory by the activation boost of seed 000.
+``epochs_lived`` is the current epoch minus the epoch a fact was first consolidated in (its
+standing's ``firstEpoch``); decay therefore only happens while consolidation runs (an idle
+agent forgets nothing). Each recall (``accesses``) lifts a memory by the activation boost of
+seed 000.
 
 **Heat, decay, lifecycle state** (reference §2.11), from normalized signals: confidence weight
 (explicit 1, implied 0.8, inferred 0.6, speculative 0.35), access = log1p(n)/log1p(20),
@@ -25,15 +31,19 @@ otherwise 0.5 plus 0.1 per re-confirmation)::
     decay = .30 age/180d + .25 idle/120d + .20 (1 - conf) + .10 (1 - feedback) + .15 (1 - heat)
 
 ``idle`` is the time since the fact was last written or re-confirmed (the access log keeps
-counts, not times). Both scores are written rounded to steps of 0.05, so a file changes only
-when its standing moves by a step (every few weeks for a young fact, then never), and the
-state transitions read the written values, so a file explains itself:
+counts, not times). Both scores are kept rounded to steps of 0.05, and the state transitions
+read the stepped values, so a standing explains itself:
 
 * decay >= 0.85 and not protected -> ``archived``; decay >= 0.65 or disputed -> ``stale``
 * heat >= 0.55 -> ``active`` when confirmed (user- or system-verified, or re-stated), else
   ``validated``
 * otherwise a candidate stays a candidate, validated/active stay, and a stale memory that
   recovered (it was recalled or re-confirmed) becomes ``validated`` again.
+
+The lifecycle state is machinery, not meaning: it follows heat and decay, which move with age
+and recalls alone, so in a file it would change with no change of meaning (on the first run
+after extraction, every fresh fact went from candidate to validated). What a person decides
+is ``status`` and ``verificationState``, and both stay in the file.
 
 **Tier** (reference §2.12): value = .24 conf + .26 access + .20 recency + .20 importance + .10
 feedback + .08 correction + .05 user-confirmed - .5 disputed; hot -> cold at age >= 14 days and
@@ -58,13 +68,10 @@ importance below ``archive_max_importance``, at most ``archive_max_access`` reca
 correction, its category not in ``protected_categories`` and its policyClass not protected,
 moves to ``archive/facts/<same relative path>`` with status ``archived``.
 
-Facts that are no longer active are left alone except to keep them consistent: their new
-recall counts are folded in, an archived status implies the archived lifecycle state, and a
-file a person marked ``archived`` moves under ``archive/``. A file under ``archive/`` is
-never moved back (a person who wants it live moves it back).
-
-Access counts: ``ctx.access_counts`` must hold only the recalls *not yet folded* into
-frontmatter; each fact's ``accessCount`` grows by that many. See :func:`plan_lifecycle`.
+Facts that are no longer active keep their standing (new recalls are still folded in; an
+archived status implies the archived lifecycle state), and a file a person marked
+``archived`` moves under ``archive/``. A file under ``archive/`` is never moved back (a person
+who wants it live moves it back).
 """
 
 from __future__ import annotations
@@ -74,7 +81,7 @@ import functools
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -92,23 +99,24 @@ from ..core.models import (
     VerificationState,
 )
 from ..core.paths import MemoryLayout
-from ..store.access import ACTIVATION_BOOST
+from ..store.access import ACTIVATION_BOOST, Standing, read_standing
 from ..text.words import LETTER_WORD, STOP_WORDS
 from .plan import Change, Context, FactMove, FactUpdate
 
 __all__ = [
     "DECAY_FACTORS",
-    "FIRST_EPOCH_KEY",
     "IMPORTANCE_FLOOR",
     "Scores",
+    "adopt_former",
     "archive_predicate",
     "archive_target",
     "decay_kind",
     "decayed_importance",
     "effective_importance",
     "epochs_lived",
-    "first_epoch",
+    "move_former_counters",
     "plan_lifecycle",
+    "rate",
     "resolved_commitments",
     "score_fact",
 ]
@@ -119,8 +127,6 @@ IMPORTANCE_FLOOR = 0.01
 DECAY_FACTORS: Mapping[str, float] = {"episodic": 0.98, "semantic": 0.988, "procedural": 0.996}
 # How a person should behave is procedural knowledge: recall gives it the same kind bias.
 PROCEDURAL_CATEGORIES = frozenset({"preference", "principle", "skill"})
-# The frontmatter key holding the epoch a fact was first consolidated in.
-FIRST_EPOCH_KEY = "firstEpoch"
 
 
 def decay_kind(category: str, memory_kind: str) -> str:
@@ -135,42 +141,32 @@ def decay_kind(category: str, memory_kind: str) -> str:
 def decayed_importance(
     importance: float, category: str, memory_kind: str, epochs: int, accesses: int
 ) -> float:
-    """The effective importance from plain values (recall calls this with index-row fields)."""
+    """The effective importance from plain values."""
     factor = DECAY_FACTORS[decay_kind(category, memory_kind)]
     decayed = max(IMPORTANCE_FLOOR, importance * factor ** max(0, epochs))
     boosted = decayed + ACTIVATION_BOOST * max(0, accesses)
     return min(1.0, max(IMPORTANCE_FLOOR, boosted))
 
 
-def first_epoch(fact: Fact) -> int | None:
-    """The epoch stamped in the fact's frontmatter, or None (never consolidated, or unreadable)."""
-    value = fact.extra.get(FIRST_EPOCH_KEY)
-    if isinstance(value, bool):
-        return None
-    try:
-        number = int(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-    return number if number is not None and number >= 0 else None
+def epochs_lived(first_epoch: int | None, epoch: int) -> int:
+    """Consolidation epochs a fact has been through: 0 until it has been first seen."""
+    return 0 if first_epoch is None else max(0, epoch - first_epoch)
 
 
-def epochs_lived(fact: Fact, epoch: int) -> int:
-    """Consolidation epochs a fact has been through: 0 until it has been stamped."""
-    born = first_epoch(fact)
-    return 0 if born is None else max(0, epoch - born)
-
-
-def effective_importance(fact: Fact, epoch: int, accesses: int) -> float:
+def effective_importance(
+    fact: Fact, *, epoch: int, first_epoch: int | None, accesses: int
+) -> float:
     """Importance after per-epoch decay by kind (floor 0.01) and the activation boost.
 
-    ``epoch`` is the current consolidation epoch counter, ``accesses`` the fact's total recall
-    count (folded ``accessCount`` plus recalls logged since).
+    ``epoch`` is the current consolidation epoch counter, ``first_epoch`` the one the fact
+    was first consolidated in (None: never), ``accesses`` its total recall count (folded in
+    plus logged since).
     """
     return decayed_importance(
         fact.importance,
         fact.category.value,
         fact.memory_kind.value,
-        epochs_lived(fact, epoch),
+        epochs_lived(first_epoch, epoch),
         accesses,
     )
 
@@ -199,7 +195,6 @@ _DAY = 86_400.0
 class Scores:
     """The lifecycle numbers of one fact at one moment (heat and decay already stepped)."""
 
-    importance: float  # effective importance
     heat: float
     decay: float
     tier_value: float
@@ -222,13 +217,15 @@ def _feedback(fact: Fact) -> float:
     return min(1.0, 0.5 + 0.1 * fact.confirmations)
 
 
-def score_fact(fact: Fact, *, now: datetime, epoch: int, accesses: int) -> Scores:
+def score_fact(
+    fact: Fact, *, now: datetime, epoch: int, first_epoch: int | None, accesses: int
+) -> Scores:
     """Heat, decay and tier value of a fact; ``accesses`` is its total recall count."""
     conf = CONFIDENCE_WEIGHT.get(fact.confidence_tier, 0.35)
     access = min(1.0, math.log1p(max(0, accesses)) / math.log1p(20))
     age = _days(now, fact.created)
     recency = max(0.0, 1.0 - age / 90.0)
-    importance = effective_importance(fact, epoch, accesses)
+    importance = effective_importance(fact, epoch=epoch, first_epoch=first_epoch, accesses=accesses)
     feedback = _feedback(fact)
     disputed = fact.verification_state is VerificationState.DISPUTED
     last_touch = max(fact.created, fact.updated, fact.last_confirmed or fact.created)
@@ -258,14 +255,16 @@ def score_fact(fact: Fact, *, now: datetime, epoch: int, accesses: int) -> Score
         + (0.05 if fact.verification_state is VerificationState.USER_CONFIRMED else 0.0)
         - (0.5 if disputed else 0.0)
     )
-    return Scores(importance, heat, decay, tier_value)
+    return Scores(heat, decay, tier_value)
 
 
 def _is_protected(fact: Fact, protected_categories: frozenset[str]) -> bool:
     return fact.policy_class is PolicyClass.PROTECTED or fact.category.value in protected_categories
 
 
-def _next_state(fact: Fact, scores: Scores, protected: bool) -> LifecycleState:
+def _next_state(
+    fact: Fact, current: LifecycleState, scores: Scores, protected: bool
+) -> LifecycleState:
     disputed = fact.verification_state is VerificationState.DISPUTED
     if scores.decay >= ARCHIVE_DECAY and not protected:
         return LifecycleState.ARCHIVED
@@ -277,13 +276,13 @@ def _next_state(fact: Fact, scores: Scores, protected: bool) -> LifecycleState:
             VerificationState.SYSTEM_INFERRED,
         )
         return LifecycleState.ACTIVE if confirmed else LifecycleState.VALIDATED
-    if fact.lifecycle_state in (LifecycleState.STALE, LifecycleState.ARCHIVED):
+    if current in (LifecycleState.STALE, LifecycleState.ARCHIVED):
         return LifecycleState.VALIDATED  # recovered: recalled or re-confirmed since
-    return fact.lifecycle_state
+    return current
 
 
-def _next_tier(fact: Fact, scores: Scores, now: datetime) -> str:
-    current = COLD if fact.tier == COLD else HOT
+def _next_tier(fact: Fact, tier: str | None, scores: Scores, now: datetime) -> str:
+    current = COLD if tier == COLD else HOT
     if current == HOT and _days(now, fact.created) >= COLD_MIN_AGE_DAYS:
         return COLD if scores.tier_value <= COLD_VALUE else HOT
     if current == COLD and scores.tier_value >= HOT_VALUE:
@@ -420,16 +419,91 @@ def archive_target(layout: MemoryLayout, path: Path) -> Path | None:
     return None
 
 
+# ---------------------------------------------------------------- standings
+
+
+def adopt_former(
+    standings: Mapping[str, Standing], facts: Iterable[tuple[Path, Fact]]
+) -> dict[str, Standing]:
+    """``standings`` with the counters older versions wrote into frontmatter taken in.
+
+    Idempotent, so a run killed after ``state/`` was written and before the files were is
+    simply done again: the folded count is the larger of the two (a standing that has taken a
+    file's count in holds at least that), the first epoch the earlier, and the rest is taken
+    only where the standing has nothing yet.
+    """
+    out = dict(standings)
+    for _, fact in facts:
+        former, keys = read_standing(fact.extra)
+        if not keys:
+            continue
+        held = out.get(fact.id)
+        if held is None:
+            out[fact.id] = former
+            continue
+        epochs = [e for e in (held.first_epoch, former.first_epoch) if e is not None]
+        out[fact.id] = Standing(
+            accesses=max(held.accesses, former.accesses),
+            first_epoch=min(epochs) if epochs else None,
+            lifecycle=held.lifecycle or former.lifecycle,
+            heat=former.heat if held.heat is None else held.heat,
+            decay=former.decay if held.decay is None else held.decay,
+            tier=held.tier or former.tier,
+        )
+    return out
+
+
+def _accesses(ctx: Context, fact: Fact, standing: Standing) -> int:
+    """Every recall of ``fact``: folded into its standing, and logged since the last run."""
+    return standing.accesses + max(0, int(ctx.access_counts.get(fact.id, 0)))
+
+
+def rate(ctx: Context) -> dict[str, Standing]:
+    """Every fact's standing after this run, from the standings the last run left.
+
+    Recalls logged since are folded in. An active fact under ``facts/`` gets its first epoch
+    (if it has none), heat, decay, lifecycle state and tier; any other keeps its rating (an
+    archived one is in the archived lifecycle state). Two files with one id: the first in
+    ``ctx.facts`` order (live before archived, as the index decides) speaks for it. Facts the
+    folder no longer holds lose their standing.
+    """
+    protected = frozenset(ctx.cfg.consolidate.protected_categories)
+    in_archive_dir = archive_predicate(ctx.layout)
+    out: dict[str, Standing] = {}
+    for path, fact in ctx.facts:
+        if fact.id in out:
+            continue
+        before = ctx.standings.get(fact.id, Standing())
+        accesses = _accesses(ctx, fact, before)
+        if fact.status is not Status.ACTIVE or in_archive_dir(path):
+            archived = fact.status is Status.ARCHIVED
+            state = LifecycleState.ARCHIVED if archived else before.lifecycle
+            out[fact.id] = replace(before, accesses=accesses, lifecycle=state)
+            continue
+        born = ctx.epoch if before.first_epoch is None else before.first_epoch
+        scores = score_fact(fact, now=ctx.now, epoch=ctx.epoch, first_epoch=born, accesses=accesses)
+        current = before.lifecycle or LifecycleState.CANDIDATE
+        is_protected = _is_protected(fact, protected)
+        out[fact.id] = Standing(
+            accesses=accesses,
+            first_epoch=born,
+            lifecycle=_next_state(fact, current, scores, is_protected),
+            heat=scores.heat,
+            decay=scores.decay,
+            tier=_next_tier(fact, before.tier, scores, ctx.now),
+        )
+    return out
+
+
 # ---------------------------------------------------------------- the step
 
 
 def plan_lifecycle(ctx: Context) -> list[Change]:
-    """Plan decay bookkeeping, lifecycle states, tiers, retirement and archival.
+    """Plan retirement and archival.
 
-    At most one change per fact file, in ``ctx.facts`` order. Idempotent: once applied, the
-    same ``now`` and ``epoch`` plan nothing, provided the folded recalls are no longer in
-    ``ctx.access_counts``: the orchestrator counts only the access-log lines past the
-    high-water mark it records in ``state/consolidation.json`` once a fold is planned.
+    At most one change per fact file, in ``ctx.facts`` order. A fact's standing (recalls,
+    first epoch) counts as :func:`rate` leaves it, so a fact first seen now has lived 0
+    epochs. Idempotent: once applied, the same ``now`` and ``epoch`` plan nothing.
     """
     cc = ctx.cfg.consolidate
     protected = frozenset(cc.protected_categories)
@@ -439,105 +513,73 @@ def plan_lifecycle(ctx: Context) -> list[Change]:
     in_archive_dir = archive_predicate(ctx.layout)
     changes: list[Change] = []
     for path, fact in ctx.facts:
-        new_accesses = max(0, int(ctx.access_counts.get(fact.id, 0)))
-        accesses = fact.access_count + new_accesses
-        notes: list[str] = []
-        changed: dict[str, object] = {}
-        if new_accesses:
-            changed["access_count"] = accesses
-            notes.append(f"{new_accesses} recall(s) folded into accessCount")
         in_archive = in_archive_dir(path)
         if fact.status is not Status.ACTIVE or in_archive:
-            if (
-                fact.status is Status.ARCHIVED
-                and fact.lifecycle_state is not LifecycleState.ARCHIVED
-            ):
-                changed["lifecycle_state"] = LifecycleState.ARCHIVED
-                notes.append("archived status implies the archived lifecycle state")
             target = None if in_archive else archive_target(ctx.layout, path)
             if fact.status is Status.ARCHIVED and target is not None:
                 # Archived by hand (status edited): the file belongs under archive/.
-                notes.append("status archived: moved under archive/")
-                after = fact.with_changes(**changed) if changed else fact
-                changes.append(FactMove(path, target, after, "archive", "; ".join(notes)))
-            elif changed:
-                changes.append(
-                    FactUpdate(
-                        path,
-                        fact,
-                        fact.with_changes(**changed),
-                        "fold_access" if new_accesses else "lifecycle",
-                        "; ".join(notes),
-                    )
-                )
+                reason = "status archived: moved under archive/"
+                changes.append(FactMove(path, target, fact, "archive", reason))
             continue
 
-        born = first_epoch(fact)
-        if born is None:
-            # Stamped now, so it has lived 0 epochs: the same as unstamped for the scores.
-            changed["extra"] = {**fact.extra, FIRST_EPOCH_KEY: ctx.epoch}
-        scores = score_fact(fact, now=ctx.now, epoch=ctx.epoch, accesses=accesses)
-        changed["heat_score"] = scores.heat
-        changed["decay_score"] = scores.decay
-        is_protected = _is_protected(fact, protected)
-
+        standing = ctx.standings.get(fact.id, Standing())
+        accesses = _accesses(ctx, fact, standing)
         retire = _retirement(fact, resolutions, ctx.now, commitment_age)
         if retire is not None:
             status, reason, superseded_by = retire
             history = StatusChange(ctx.now, fact.status, status, reason)
-            changed.update(
-                status=status,
-                status_history=(*fact.status_history, history),
-                updated=max(fact.updated, ctx.now),
-            )
+            changed: dict[str, object] = {
+                "status": status,
+                "status_history": (*fact.status_history, history),
+                "updated": max(fact.updated, ctx.now),
+            }
             if superseded_by is not None and fact.superseded_by is None:
                 changed["superseded_by"] = superseded_by
             changes.append(FactUpdate(path, fact, fact.with_changes(**changed), "retire", reason))
             continue
 
+        importance = effective_importance(
+            fact, epoch=ctx.epoch, first_epoch=standing.first_epoch, accesses=accesses
+        )
         if (
             fact.category is not Category.CORRECTION
-            and not is_protected
+            and not _is_protected(fact, protected)
             and ctx.now - fact.created > archive_age
-            and scores.importance < cc.archive_max_importance
+            and importance < cc.archive_max_importance
             and accesses <= cc.archive_max_access
         ):
             target = archive_target(ctx.layout, path)
             if target is not None:
                 reason = (
                     f"archived: {_days(ctx.now, fact.created):.0f} days old, importance "
-                    f"{scores.importance:.2f} < {cc.archive_max_importance}, {accesses} recall(s)"
+                    f"{importance:.2f} < {cc.archive_max_importance}, {accesses} recall(s)"
                 )
                 history = StatusChange(ctx.now, fact.status, Status.ARCHIVED, reason)
-                changed.update(
+                after = fact.with_changes(
                     status=Status.ARCHIVED,
-                    lifecycle_state=LifecycleState.ARCHIVED,
                     status_history=(*fact.status_history, history),
                     updated=max(fact.updated, ctx.now),
                 )
-                after = fact.with_changes(**changed)
                 changes.append(FactMove(path, target, after, "archive", reason))
-                continue
+    return changes
 
-        state = _next_state(fact, scores, is_protected)
-        tier = _next_tier(fact, scores, ctx.now)
-        changed["lifecycle_state"] = state
-        changed["tier"] = tier
-        differs = [k for k, v in changed.items() if getattr(fact, k) != v or k == "extra"]
-        if not differs:
-            continue
-        if state is not fact.lifecycle_state:
-            notes.append(f"lifecycle {fact.lifecycle_state.value} -> {state.value}")
-        if tier != fact.tier:
-            notes.append(f"tier {fact.tier or 'unset'} -> {tier}")
-        if "heat_score" in differs or "decay_score" in differs:
-            notes.append(f"heat {scores.heat:.2f}, decay {scores.decay:.2f}")
-        if born is None:
-            notes.append(f"first consolidated in epoch {ctx.epoch}")
-        action = "lifecycle" if set(differs) - {"access_count"} else "fold_access"
-        changes.append(
-            FactUpdate(path, fact, fact.with_changes(**changed), action, "; ".join(notes))
-        )
+
+def move_former_counters(ctx: Context) -> list[Change]:
+    """Take the counters older versions wrote out of the fact files that still carry them.
+
+    :func:`adopt_former` has taken them into the standings, which the run writes to ``state/``
+    before any file; so all of a folder's files lose them in one run, and a run killed half-way
+    is finished by the next. A value that is not as we wrote it is a person's key and stays.
+    """
+    changes: list[Change] = []
+    for path, fact in ctx.facts:
+        _, former = read_standing(fact.extra)
+        if former:
+            after = fact.with_changes(
+                extra={k: v for k, v in fact.extra.items() if k not in former}
+            )
+            reason = "recall counts and lifecycle scores moved to state/access.jsonl"
+            changes.append(FactUpdate(path, fact, after, "migrate", reason))
     return changes
 
 

@@ -19,16 +19,17 @@ from pathlib import Path
 from ..core.config import Config
 from ..core.models import Fact, Status
 from ..core.paths import MemoryLayout
+from ..store.access import Standing
 
 
 @dataclass(frozen=True, slots=True)
 class FactUpdate:
-    """Rewrite one fact file in place with new frontmatter (status, lineage, counters)."""
+    """Rewrite one fact file in place with new frontmatter (status, lineage)."""
 
     path: Path
     before: Fact
     after: Fact
-    action: str  # e.g. "supersede", "merge", "invalidate", "retire", "fold_access", "lifecycle"
+    action: str  # e.g. "supersede", "merge", "invalidate", "retire", "migrate"
     reason: str
 
     @property
@@ -84,7 +85,10 @@ class Context:
     now: datetime  # UTC; injected so tests and replays are deterministic
     epoch: int  # consolidation epochs so far (state/consolidation.json), this run included
     facts: Sequence[tuple[Path, Fact]]
-    access_counts: Mapping[str, int] = field(default_factory=dict)  # state/access.jsonl
+    # state/access.jsonl: the recalls logged since the last run, and each fact's standing as
+    # the last run left it (recalls folded in, first epoch, lifecycle rating).
+    access_counts: Mapping[str, int] = field(default_factory=dict)
+    standings: Mapping[str, Standing] = field(default_factory=dict)
 
 
 Step = Callable[[Context], list[Change]]  # one planning step: the folder in, changes out
@@ -107,7 +111,10 @@ class Plan:
     notes: tuple[str, ...] = ()  # steps that failed, conflicting changes that were dropped
     unjudged: tuple[str, ...] = ()
     seen: Mapping[str, str] = field(default_factory=dict)  # what the next run compares with
-    access_length: int = 0  # bytes of state/access.jsonl whose counts this plan folds in
+    # Every fact's standing after this run, and the bytes of state/access.jsonl it replaces
+    # (the standings and recalls it was rated from).
+    standings: Mapping[str, Standing] = field(default_factory=dict)
+    access_length: int = 0
 
     @property
     def over_limit(self) -> bool:

@@ -5,7 +5,9 @@
     load every fact file (facts/ and archive/) -> which facts are new since the last run
     -> duplicates and contradictions (offline rules, or the LLM judge per cluster)
     -> the planning steps of STEPS, each over the folder as the steps before it leave it
-    -> one change per file (:mod:`.combine`) and the safety rail's figures: a :class:`Plan`
+    -> counters an older version wrote into frontmatter taken out (they live in state/)
+    -> one change per file (:mod:`.combine`), every fact's standing after the run
+       (:func:`.lifecycle.rate`) and the safety rail's figures: a :class:`Plan`
 
 Planning writes nothing, not even ``state/``: a dry run is a plan printed.
 
@@ -39,7 +41,7 @@ from .contradictions import Relation, exact_duplicates, lineage_changes, offline
 from .entities import plan_entities
 from .folder_index import plan_folder_index
 from .judge import Judge, judged_relations
-from .lifecycle import plan_lifecycle
+from .lifecycle import adopt_former, move_former_counters, plan_lifecycle, rate
 from .plan import Change, Context, Plan, Progress, Step, retire_allowance, retiring
 from .profile import plan_profile
 from .run_state import RunState
@@ -136,7 +138,21 @@ def plan_run(
         relations = []
     by_id = {fact.id: (path, fact) for path, fact in eligible}
     first = lineage_changes(relations, by_id, now)
-    access, access_length = AccessLog(layout.access_path).read_counts()
+    usage = AccessLog(layout.access_path).read()
+    # Counters an older version wrote into frontmatter count as state/ from the start.
+    standings = adopt_former(usage.standings, facts)
+
+    def context(view: View) -> Context:
+        return Context(
+            cfg=cfg,
+            layout=layout,
+            now=now,
+            epoch=state.epoch + 1,
+            facts=sorted(view.items(), key=lambda item: folder_order(layout.relative(item[0]))),
+            access_counts=usage.recent,
+            standings=standings,
+        )
+
     view: View = original
     plans: list[tuple[Sequence[Change], View]] = [(first, view)]
     view = advance(view, first)
@@ -145,14 +161,7 @@ def plan_run(
         name = getattr(step, "__qualname__", repr(step))
         if progress is not None:
             progress(f"planning: {name}", 0, 1)
-        ctx = Context(
-            cfg=cfg,
-            layout=layout,
-            now=now,
-            epoch=state.epoch + 1,
-            facts=sorted(view.items(), key=lambda item: folder_order(layout.relative(item[0]))),
-            access_counts=dict(access),
-        )
+        ctx = context(view)
         try:
             planned = step(ctx)
         except Exception as exc:  # a failing step must not block the others (fail open)
@@ -161,6 +170,16 @@ def plan_run(
             continue
         plans.append((planned, view))
         view = advance(view, planned)
+    # Bookkeeping of every run, whatever its steps: the standings of the folder as the run
+    # leaves it, and files of an older version relieved of their counters (one run moves all).
+    final = context(view)
+    moved = move_former_counters(final)
+    if moved:
+        plans.append((moved, view))
+        notes.append(
+            f"{len(moved)} fact file(s) of an older version kept recall counts or lifecycle "
+            "scores in frontmatter: moved to state/access.jsonl"
+        )
     changes, conflicts = combine(plans, original)
     active = len(eligible)
     return Plan(
@@ -176,5 +195,6 @@ def plan_run(
         notes=tuple(notes + conflicts),
         unjudged=tuple(unjudged),
         seen={fact.id: fact.content_hash for _, fact in eligible},
-        access_length=access_length,
+        standings=rate(final),
+        access_length=usage.length,
     )

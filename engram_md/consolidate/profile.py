@@ -1,8 +1,9 @@
 """The behavioral profile (``memory/profile.md``) and IDENTITY.md consolidation.
 
 ``profile.md`` is derived: the active preferences, principles, skills and habits (facts
-tagged ``habit``/``routine``), most important first (effective importance, see
-:mod:`engram_md.consolidate.lifecycle`), near-duplicates left out, at most
+tagged ``habit``/``routine``), most important first (the importance in their files: recall
+counts and decay live in state/, and a recall must never rewrite this file), near-duplicates
+left out, at most
 ``consolidate.profile_max_lines`` bullets, each linking to its fact. A person changes the
 profile by changing facts; the file carries no date, so it is rewritten only when its content
 changes.
@@ -26,9 +27,10 @@ from pathlib import Path
 
 import regex
 
+from ..core.folder import read_text
 from ..core.models import Category, Fact, Status
 from ..text.words import WORD
-from .lifecycle import archive_predicate, effective_importance
+from .lifecycle import archive_predicate
 from .plan import Change, Context, FileWrite
 
 __all__ = [
@@ -64,18 +66,11 @@ def plan_profile(ctx: Context) -> list[Change]:
     changes: list[Change] = []
     text = render_profile(ctx)
     path = ctx.layout.profile_path
-    existing = _read(path)
+    existing = read_text(path)
     if text is not None and text != existing:
         changes.append(FileWrite(path, text, "profile", "behavioral profile from active facts"))
     changes.extend(consolidate_identity(ctx))
     return changes
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 # ---------------------------------------------------------------- profile.md
@@ -94,10 +89,8 @@ def render_profile(ctx: Context) -> str | None:
             continue
         if in_archive(path):
             continue
-        accesses = fact.access_count + ctx.access_counts.get(fact.id, 0)
-        weight = effective_importance(fact, ctx.epoch, accesses)
         # Importance, then confidence, then newest first, then the id for a stable order.
-        key = (-weight, -fact.confidence, -fact.created.timestamp(), fact.id)
+        key = (-fact.importance, -fact.confidence, -fact.created.timestamp(), fact.id)
         ranked.append((key, path, fact))
     ranked.sort(key=lambda r: r[0])
     limit = ctx.cfg.consolidate.profile_max_lines
@@ -208,7 +201,7 @@ def consolidate_identity(ctx: Context) -> list[Change]:
     """The archive write and the IDENTITY.md rewrite, when IDENTITY.md is past the limit."""
     path = ctx.layout.identity_path
     limit = ctx.cfg.consolidate.identity_max_bytes
-    text = _read(path)
+    text = read_text(path)
     if text is None or len(text.encode("utf-8")) <= limit:
         return []
     title, headings, units = _units(text)
@@ -248,7 +241,7 @@ def consolidate_identity(ctx: Context) -> list[Change]:
     day = ctx.now.strftime("%Y-%m-%d")
     archive_path = ctx.layout.inside(ctx.layout.archive_dir / f"IDENTITY-{day}.md")
     moved = _render_sections(None, headings, dropped)
-    previous = _read(archive_path)
+    previous = read_text(archive_path)
     header = f"## Moved from IDENTITY.md on {day}\n\n"
     if previous:
         archive_text = previous.rstrip("\n") + "\n\n" + header + moved

@@ -65,11 +65,14 @@ def describe(change: Change, layout: MemoryLayout) -> dict[str, Any]:
 
 
 def _changed_fields(before: Fact, after: Fact) -> list[str]:
-    return [
+    """The fields that changed, then the keys we do not own (by name) that were set or taken out."""
+    known = [
         spec.name
         for spec in fields(Fact)
         if spec.name != "extra" and getattr(before, spec.name) != getattr(after, spec.name)
     ]
+    keys = before.extra.keys() | after.extra.keys()
+    return known + sorted(k for k in keys if before.extra.get(k) != after.extra.get(k))
 
 
 def summary(plan: Plan) -> dict[str, Any]:

@@ -12,11 +12,10 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.atomic import is_temp_file
 from ..core.errors import MemoryFileError
 from ..core.paths import MemoryLayout
 from ..organize.boxes import Box
-from ..organize.boxfile import read_box
+from ..organize.boxfile import box_files, read_box
 from ..text.hashing import content_hash
 from .table import IndexRow, MemoryIndex
 
@@ -49,7 +48,6 @@ def box_row(layout: MemoryLayout, path: Path, box: Box, mtime_ns: int) -> IndexR
         category=BOX_KIND,
         memory_kind=BOX_KIND,
         status="active",
-        lifecycle_state="active",
         importance=0.5,
         confidence=1.0,
         created=box.created_at,
@@ -60,7 +58,6 @@ def box_row(layout: MemoryLayout, path: Path, box: Box, mtime_ns: int) -> IndexR
         entities=tuple(box.topics),
         tags=(),
         speaker="",
-        access_count=0,
         confirmations=0,
         file_mtime_ns=mtime_ns,
         content_hash=content_hash(text),
@@ -70,14 +67,11 @@ def box_row(layout: MemoryLayout, path: Path, box: Box, mtime_ns: int) -> IndexR
 def sync_boxes(index: MemoryIndex, layout: MemoryLayout) -> BoxSync:
     """Make the box rows match the box files: new and edited files indexed, gone ones removed."""
     files: dict[str, tuple[Path, int]] = {}
-    if layout.boxes_dir.is_dir():
-        for path in sorted(layout.boxes_dir.rglob("*.md")):
-            if is_temp_file(path):
-                continue
-            try:
-                files[layout.relative(path)] = (path, path.stat().st_mtime_ns)
-            except OSError:
-                continue
+    for path in box_files(layout):
+        try:
+            files[layout.relative(path)] = (path, path.stat().st_mtime_ns)
+        except OSError:
+            continue
     rows = {
         row.path: row for row in index.get(list(index.manifest())).values() if row.kind == BOX_KIND
     }

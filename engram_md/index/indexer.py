@@ -44,6 +44,7 @@ import regex
 from ..core.atomic import atomic_write_bytes, is_temp_file
 from ..core.config import Config
 from ..core.errors import MemoryFileError
+from ..core.folder import markdown_files
 from ..core.models import Fact
 from ..core.paths import MemoryLayout
 from ..organize.boxes import Box
@@ -105,7 +106,6 @@ def _row(rel: str, fact: Fact, mtime_ns: int) -> IndexRow:
         category=fact.category.value,
         memory_kind=fact.memory_kind.value,
         status=fact.status.value,
-        lifecycle_state=fact.lifecycle_state.value,
         importance=float(fact.importance),
         confidence=float(fact.confidence),
         created=fact.created,
@@ -115,7 +115,6 @@ def _row(rel: str, fact: Fact, mtime_ns: int) -> IndexRow:
         entities=tuple(fact.entities),
         tags=tuple(fact.tags),
         speaker=speaker,
-        access_count=int(fact.access_count),
         confirmations=int(fact.confirmations),
         file_mtime_ns=int(mtime_ns),
         content_hash=fact.content_hash,
@@ -299,7 +298,8 @@ class Indexer:
                 if rel is None:
                     continue
                 if path.is_dir():
-                    for inner in path.rglob("*.md"):
+                    # A linked folder is reported and not entered (markdown_files).
+                    for inner in markdown_files(path, base=self.layout.memory_dir):
                         inner_rel = self._rel(inner)
                         if inner_rel is not None and is_fact_rel(inner_rel):
                             scope[inner_rel] = inner

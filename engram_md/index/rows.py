@@ -16,7 +16,8 @@ import numpy as np
 import pyarrow as pa
 
 # Bump when the row layout changes: an index written with another layout is rebuilt.
-SCHEMA_VERSION = "1"
+# 2: no access count or lifecycle state (they live in state/access.jsonl, read at recall).
+SCHEMA_VERSION = "2"
 
 
 META_MODEL = b"engram.model_id"
@@ -39,7 +40,6 @@ class IndexRow:
     category: str
     memory_kind: str
     status: str
-    lifecycle_state: str
     importance: float
     confidence: float
     created: datetime
@@ -49,7 +49,6 @@ class IndexRow:
     entities: tuple[str, ...]
     tags: tuple[str, ...]
     speaker: str
-    access_count: int
     confirmations: int
     file_mtime_ns: int  # with content_hash: lets reconcile spot edited files cheaply
     content_hash: str
@@ -76,7 +75,6 @@ def row_schema(dim: int, model_id: str) -> pa.Schema:
             pa.field("category", pa.string()),
             pa.field("memory_kind", pa.string()),
             pa.field("status", pa.string()),
-            pa.field("lifecycle_state", pa.string()),
             pa.field("importance", pa.float64()),
             pa.field("confidence", pa.float64()),
             pa.field("created", stamp),
@@ -86,7 +84,6 @@ def row_schema(dim: int, model_id: str) -> pa.Schema:
             pa.field("entities", strings),
             pa.field("tags", strings),
             pa.field("speaker", pa.string()),
-            pa.field("access_count", pa.int64()),
             pa.field("confirmations", pa.int64()),
             pa.field("file_mtime_ns", pa.int64()),
             pa.field("content_hash", pa.string()),
@@ -113,9 +110,7 @@ TIME_COLUMNS = frozenset({"created", "updated"})
 
 
 # Filters on these compare in memory (see MemoryIndex._mask).
-TEXT_COLUMNS = frozenset(
-    {"id", "path", "kind", "category", "memory_kind", "status", "lifecycle_state", "session"}
-)
+TEXT_COLUMNS = frozenset({"id", "path", "kind", "category", "memory_kind", "status", "session"})
 
 
 def utc(value: datetime) -> datetime:
@@ -151,7 +146,6 @@ def rows_from_arrow(table: pa.Table, vectors: np.ndarray) -> list[IndexRow]:
                 category=cols["category"][i] or "",
                 memory_kind=cols["memory_kind"][i] or "",
                 status=cols["status"][i] or "",
-                lifecycle_state=cols["lifecycle_state"][i] or "",
                 importance=float(cols["importance"][i] or 0.0),
                 confidence=float(cols["confidence"][i] or 0.0),
                 created=cols["created"][i],
@@ -161,7 +155,6 @@ def rows_from_arrow(table: pa.Table, vectors: np.ndarray) -> list[IndexRow]:
                 entities=tuple(cols["entities"][i] or ()),
                 tags=tuple(cols["tags"][i] or ()),
                 speaker=cols["speaker"][i] or "",
-                access_count=int(cols["access_count"][i] or 0),
                 confirmations=int(cols["confirmations"][i] or 0),
                 file_mtime_ns=int(cols["file_mtime_ns"][i] or 0),
                 content_hash=cols["content_hash"][i] or "",

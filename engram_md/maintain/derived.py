@@ -19,6 +19,7 @@ from ..consolidate.profile import plan_profile
 from ..consolidate.run_state import RunState
 from ..core.atomic import atomic_write_text
 from ..core.config import Config
+from ..core.folder import read_text
 from ..core.models import Fact
 from ..core.paths import MemoryLayout
 from ..store.access import AccessLog
@@ -39,11 +40,8 @@ def refresh_topics(
 
 
 def _mentions(path: Path, needles: Sequence[str]) -> bool:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return False
-    return any(n and n in text for n in needles)
+    text = read_text(path)  # never through a link, never a pipe
+    return text is not None and any(n and n in text for n in needles)
 
 
 def refresh_derived(
@@ -75,7 +73,7 @@ def refresh_derived(
         if not page.exists() or not _mentions(page, needles):
             continue
         rel = layout.relative(page)
-        text = page.read_text(encoding="utf-8")
+        text = read_text(page) or ""
         if page.parent == layout.entities_dir and text.startswith("---\ntype: "):
             # A generated page the plan no longer writes (too few facts left): nothing would
             # ever update it again, so it goes rather than keep quoting the forgotten fact.

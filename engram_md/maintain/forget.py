@@ -11,24 +11,31 @@ Consolidation keeps the facts it merged into or replaced by this one as retired 
 their own text: that lineage is forgotten with it (:mod:`engram_md.maintain.targets`).
 
 This module only finds the targets and asks each store, in turn, to drop them: every file
-format is its store's own business. The order; the fact files go last, so until then a
-re-run finds everything the text-dependent steps need, and after that only steps that work
-by id remain:
+format is its store's own business. Before the first change it checks that every folder it
+may write can be written (a read-only mount changes nothing and names the folder). Then, in
+this order:
 
-1. A tombstone per fact (:mod:`engram_md.maintain.tombstones`). Written first, so an
-   interrupted forget is on record and re-running ``forget ID`` finishes the job (every step
-   is idempotent; once a file is gone its tombstone stands in for it).
-2. The embedding cache entries of the statement; the journal: the fact's pending source
+1. The embedding cache entries of the statement; the journal: the fact's pending source
    turns are marked done (a restart would extract them again and bring the fact back), then
    the journal is compacted so done turns' text leaves the disk.
-3. Quotes of the statement (:class:`~engram_md.maintain.quotes.Quotes`) in the telemetry, the
+2. Quotes of the statement (:class:`~engram_md.maintain.quotes.Quotes`) in the telemetry, the
    reports, the compression guidelines and other facts' ``statusHistory``; the id in
    ``topics.json`` and ``consolidation.json``.
-4. The index row and the hash entry, the graph, the boxes (a box file rewritten without it,
+3. The index row and the hash entry, the graph, the boxes (a box file rewritten without it,
    an emptied one deleted together with its trace entry), the open box, the box rows; then
    every older table version (``purge_history``).
-5. The access counts, the derived pages.
-6. The fact files, then a ``forget`` telemetry action each.
+4. The access counts, the derived pages.
+5. A tombstone per fact (:mod:`engram_md.maintain.tombstones`), then the fact files, then a
+   ``forget`` telemetry action each.
+
+Every step is idempotent, so a forget stopped anywhere (a full disk, a kill) is finished by
+running it again. Until the tombstone the fact file is there: a forget stopped before it
+leaves a memory that is still whole in the folder (the next reconcile gives it its index row
+back) and nothing on record as forgotten. From the tombstone on only file deletions remain,
+which need no space and were checked to be allowed; once a file is gone its tombstone stands
+in for it, so ``forget ID`` (or ``doctor --repair``) finishes the job. Only a kill in the
+moment between the tombstone and the deletions leaves a tombstoned file the next reconcile
+indexes again; doctor reports it (``forget_unfinished``) and its repair finishes the forget.
 
 The tombstone lives in ``state/`` (machine-local), not ``memory/``: the folder's git history
 already records the deletion of the file, and a tombstone there would only add a second file
@@ -40,6 +47,10 @@ lock, which the daemon holds while it runs: it keeps the open box, the graph and
 index in memory and would write them back). A reconcile or ``reindex`` cannot bring the fact
 back: the index follows the files, and the file is gone. The same statement said again
 later, in a new turn, is a new memory.
+
+A person names what to forget by id, path or file name (:func:`named`), or searches for it
+(:func:`search`): a query's matches are scored on an absolute scale and only those above a
+floor qualify (:mod:`engram_md.maintain.matches`).
 """
 
 from __future__ import annotations
@@ -61,8 +72,9 @@ from ..core.errors import EngramError
 from ..core.models import Fact, Turn
 from ..core.paths import MemoryLayout
 from ..core.telemetry import ActionLog
+from ..core.writable import check_writable, folders
 from ..index.boxindex import box_text, sync_boxes
-from ..index.indexer import Indexer
+from ..index.indexer import FACT_KIND, Indexer
 from ..index.opened import FolderParts
 from ..ingest.journal import compact_journal
 from ..organize.boxes import BoxBuilder
@@ -74,8 +86,9 @@ from ..store.access import AccessLog
 from ..store.fact_store import MemoryStore
 from ..text.embeddings import CachedEmbedder, Embedder
 from .derived import refresh_derived, refresh_topics
+from .matches import MIN_SCORE, Match, Search, match_score
 from .quotes import Quotes
-from .targets import Target, find_fact_files, find_targets, source_turns, survivor_notes
+from .targets import Target, find_targets, resolve, source_turns, survivor_notes
 from .tombstones import read_tombstones, write_tombstones
 
 # The crash loop's kill point between forget's steps (see crashpoints.py).
@@ -141,14 +154,10 @@ class ForgetReport:
 # ---------------------------------------------------------------- finding the facts
 
 
-def is_known_id(store: MemoryStore, text: str) -> bool:
-    """Whether ``text`` is the id of a fact file, or of a forget to finish (a tombstone)."""
-    text = text.strip()
-    if not text or any(ch.isspace() for ch in text):
-        return False
-    if find_fact_files(store, [text]):
-        return True
-    return any(stone.id == text for stone in read_tombstones(store.layout))
+def named(store: MemoryStore, text: str) -> str | None:
+    """The id of the memory ``text`` names (an id, a file's path or name), or of a forget to
+    finish (a tombstone's); None when it names none."""
+    return resolve(store, text, read_tombstones(store.layout))
 
 
 def _find(store: MemoryStore, ids: Sequence[str]) -> tuple[list[Target], list[str]]:
@@ -156,29 +165,36 @@ def _find(store: MemoryStore, ids: Sequence[str]) -> tuple[list[Target], list[st
     return find_targets(store, ids, stones)
 
 
-@dataclass(frozen=True)
-class Match:
-    id: str
-    path: str
-    category: str
-    content: str
-    score: float
+def search(
+    recaller: Recaller, query: str, *, limit: int = 5, min_score: float = MIN_SCORE
+) -> Search:
+    """The facts (any status) that match ``query`` at ``min_score`` or better, best first,
+    at most ``limit``. Counts no access.
 
-
-def search(recaller: Recaller, query: str, limit: int = 5) -> list[Match]:
-    """The facts recall finds for ``query`` (any status), best first. Counts no access."""
+    Every candidate recall weighed is scored (explain), not only those it would show: a
+    near-duplicate it leaves out of a prompt is still a copy to forget.
+    """
     result = recaller.recall(
         query,
         top_k=limit,
-        budget_tokens=1_000_000,  # the limit decides how many, not the prompt budget
         include_inactive=True,
+        explain=True,
         record_access=False,
     )
-    return [
-        Match(m.id, m.path, m.category, m.content, m.score)
-        for m in result.memories
-        if m.memory_kind != "box"
-    ][:limit]
+    scored = sorted(
+        (
+            (match_score(query, c.row.content, c.parts.cosine), c.row)
+            for c in result.candidates
+            if c.row.kind == FACT_KIND
+        ),
+        key=lambda item: (-item[0], item[1].id),
+    )
+    matches = tuple(
+        Match(row.id, row.path, row.category, row.content, score)
+        for score, row in scored
+        if score >= min_score
+    )
+    return Search(matches[:limit], scored[0][0] if scored else 0.0)
 
 
 # ---------------------------------------------------------------- forgetting
@@ -204,16 +220,18 @@ def forget(
     reads, and any parts do.
 
     Ids with neither a file nor a tombstone are returned as ``missing``; nothing else is
-    refused. A failure part-way raises :class:`EngramError`: running it again finishes it.
+    refused. A folder it cannot write raises :class:`OSError` before anything changed; a
+    failure part-way raises :class:`EngramError`: running it again finishes it.
     """
     if dry_run:
         return plan_forget(parts, ids)
     if not parts.writer or parts.indexer is None:
         raise ValueError("forget writes: it needs a writer's parts with the index open")
+    targets, missing = _find(parts.store, ids)
+    if not targets:
+        return ForgetReport((), tuple(missing), False)
+    check_writable(_written(parts.layout))
     try:
-        targets, missing = _find(parts.store, ids)
-        if not targets:
-            return ForgetReport((), tuple(missing), False)
         report = _forget_targets(
             parts, parts.indexer, targets, reason=reason, by=by or default_by()
         )
@@ -230,8 +248,6 @@ def _forget_targets(
     quotes = Quotes(t.fact.content for t in targets if t.fact is not None)
     why = quotes.scrub(reason)  # a reason may repeat what is being forgotten
     notes = survivor_notes(parts.store, targets)
-    write_tombstones(layout, targets, reason=why, by=by, at=datetime.now(UTC))
-    crashpoint(CRASH_POINT)
     _scrub_cache(parts.embedder, [t.fact.content for t in targets if t.fact is not None])
     pending = compact_journal(layout.journal_path, source_turns(targets))
     crashpoint(CRASH_POINT)
@@ -248,6 +264,8 @@ def _forget_targets(
     derived = refresh_derived(parts.cfg, layout, targets, facts)
     derived += [layout.relative(path) for path, _ in rewritten]
     crashpoint(CRASH_POINT)
+    write_tombstones(layout, targets, reason=why, by=by, at=datetime.now(UTC))
+    crashpoint(CRASH_POINT)
     removed = _remove_files(layout, targets)
     _record(layout, targets, reason=why, by=by)
     out = [_outcome(t, removal, access, pending, removed) for t in targets]
@@ -260,6 +278,21 @@ def _forget_targets(
         tuple(sorted(set(derived))),
         tuple(sorted({p.relative_to(layout.state_dir).as_posix() for p in scrubbed})),
     )
+
+
+def _written(layout: MemoryLayout) -> list[Path]:
+    """Everything a forget may write: every folder of the memory folder and of the state
+    (files there are replaced through a temp file in their folder), and the state files
+    appended to or rewritten in place; the index's own files are only ever added."""
+    index = layout.index_dir
+    state_files = [
+        path
+        for folder in folders(layout.state_dir)
+        if folder != index and index not in folder.parents
+        for path in sorted(folder.iterdir())
+        if path.is_file()
+    ]
+    return [*folders(layout.memory_dir), *folders(layout.state_dir), *state_files]
 
 
 def _scrub_cache(embedder: Embedder | None, texts: Iterable[str]) -> None:

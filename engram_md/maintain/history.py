@@ -1,89 +1,45 @@
 """`engram-md history ID`: everything that happened to one fact.
 
-Read-only, no lock: it works while the daemon runs. The story is put together from what is on
-disk — the fact's own frontmatter (status history, confirmations, source turns, lineage),
-the facts it links to (what it supersedes, what superseded it, what was merged into it) and
-the action telemetry in ``state/memory-actions.jsonl``.
+Read-only, no lock: it works while the daemon runs. The fact is named by its id, its file's
+path or its file's name (:func:`engram_md.maintain.targets.resolve`). The story is put
+together from what is on disk — the fact's own frontmatter (status history, confirmations,
+source turns, lineage), the facts it links to (what it supersedes, what superseded it, what
+was merged into it) and the action telemetry in ``state/memory-actions.jsonl``.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import regex
-
-from ..core.errors import MemoryFileError
 from ..core.models import Fact
 from ..core.paths import MemoryLayout
-from ..store.factfile import format_time, read_fact
+from ..store.dedup import HashIndex
+from ..store.fact_store import MemoryStore
+from ..store.factfile import format_time
+from .targets import find_fact_files, resolve
 
-# "<category>-<YYYYMMDD>-<HHMMSS>-<hash8>", the id the pipeline gives a fact; its file is
-# facts/YYYY-MM-DD/<category>-<HHMMSS>-<hash8>.md (or the same under archive/).
-_PIPELINE_ID = regex.compile(r"^(?P<cat>[a-z]+)-(?P<d>\d{8})-(?P<t>\d{6})-(?P<h>[0-9a-z]+)$")
 MAX_CHAIN = 50  # supersededBy links followed at most (a hand-made cycle must not hang us)
 
 
-@dataclass(frozen=True)
-class Found:
-    path: Path
-    fact: Fact
+def _find(store: MemoryStore, fact_id: str) -> tuple[Path, Fact] | None:
+    """The file holding ``fact_id``; a live file wins over an archived one."""
+    held = find_fact_files(store, [fact_id]).get(fact_id)
+    return held[0] if held else None
 
 
-def _candidates(layout: MemoryLayout, fact_id: str) -> list[Path]:
-    match = _PIPELINE_ID.match(fact_id)
-    if match is None:
-        return []
-    d = match["d"]
-    rel = (
-        Path("facts") / f"{d[:4]}-{d[4:6]}-{d[6:]}" / f"{match['cat']}-{match['t']}-{match['h']}.md"
-    )
-    return [layout.memory_dir / rel, layout.archive_dir / rel]
-
-
-def _fact_files(layout: MemoryLayout) -> list[Path]:
-    out: list[Path] = []
-    for root in (layout.facts_dir, layout.archive_dir / "facts"):
-        if root.is_dir():
-            out.extend(p for p in sorted(root.rglob("*.md")) if not p.name.startswith("."))
-    return out
-
-
-def find_fact(layout: MemoryLayout, fact_id: str) -> Found | None:
-    """The file holding ``fact_id``: straight from the id when it is a pipeline id, else by
-    scanning (only files that mention the id are parsed). Live files win over archived."""
-    for path in _candidates(layout, fact_id):
-        try:
-            fact = read_fact(path)
-        except MemoryFileError:
-            continue
-        if fact.id == fact_id:
-            return Found(path, fact)
-    needle = fact_id.encode("utf-8")
-    for path in _fact_files(layout):
-        try:
-            if needle not in path.read_bytes():
-                continue
-            fact = read_fact(path)
-        except (OSError, MemoryFileError):
-            continue
-        if fact.id == fact_id:
-            return Found(path, fact)
-    return None
-
-
-def _brief(layout: MemoryLayout, fact_id: str) -> dict[str, Any]:
-    found = find_fact(layout, fact_id)
+def _brief(store: MemoryStore, fact_id: str) -> dict[str, Any]:
+    found = _find(store, fact_id)
     if found is None:
         return {"id": fact_id, "missing": True}
+    path, fact = found
     return {
         "id": fact_id,
-        "path": layout.relative(found.path),
-        "status": found.fact.status.value,
-        "created": format_time(found.fact.created),
-        "content": found.fact.content,
+        "path": store.layout.relative(path),
+        "status": fact.status.value,
+        "created": format_time(fact.created),
+        "content": fact.content,
     }
 
 
@@ -106,24 +62,27 @@ def _actions(layout: MemoryLayout, fact_id: str) -> list[dict[str, Any]]:
     return out
 
 
-def fact_history(layout: MemoryLayout, fact_id: str) -> dict[str, Any] | None:
-    """The history of one fact as JSON-ready data, or None when no file holds that id."""
-    found = find_fact(layout, fact_id)
+def fact_history(layout: MemoryLayout, name: str) -> dict[str, Any] | None:
+    """The history of one fact as JSON-ready data, or None when ``name`` (an id, a path, a
+    file name) names no fact file."""
+    # Read-only: the hash index is neither read nor written.
+    store = MemoryStore(layout, HashIndex(layout.hashes_path, {}))
+    fact_id = resolve(store, name)
+    found = _find(store, fact_id) if fact_id is not None else None
     if found is None:
         return None
-    fact = found.fact
+    path, fact = found
     chain: list[dict[str, Any]] = []
     seen = {fact.id}
     nxt = fact.superseded_by
     while nxt and nxt not in seen and len(chain) < MAX_CHAIN:
         seen.add(nxt)
-        link = _brief(layout, nxt)
-        chain.append(link)
-        succ = find_fact(layout, nxt)
-        nxt = succ.fact.superseded_by if succ is not None else None
+        chain.append(_brief(store, nxt))
+        succ = _find(store, nxt)
+        nxt = succ[1].superseded_by if succ is not None else None
     return {
         "id": fact.id,
-        "path": layout.relative(found.path),
+        "path": layout.relative(path),
         "category": fact.category.value,
         "status": fact.status.value,
         "content": fact.content,
@@ -145,8 +104,8 @@ def fact_history(layout: MemoryLayout, fact_id: str) -> dict[str, Any] | None:
             for h in fact.status_history
         ],
         "supersededBy": chain,
-        "supersedes": [_brief(layout, i) for i in fact.supersedes],
-        "mergedFrom": [_brief(layout, i) for i in fact.merged_from],
+        "supersedes": [_brief(store, i) for i in fact.supersedes],
+        "mergedFrom": [_brief(store, i) for i in fact.merged_from],
         "actions": _actions(layout, fact.id),
     }
 

@@ -1,27 +1,35 @@
-"""What a forget removes: the facts asked for by id, and the retired copies that carry the
-same memory (their lineage).
+"""Which memory a person names, and what a forget removes: the facts asked for by id, and
+the retired copies that carry the same memory (their lineage).
 
-A fact asked for is found by its file, or, once a forget that was interrupted removed the
-file, by its tombstone (:mod:`engram_md.maintain.tombstones`), which stands in for it: the
-re-run works by id and path.
+A memory is named by its id, by the path of its file (as ``git status`` or an editor shows
+it) or by the file's name (:func:`resolve`); ``forget`` and ``history`` take all three. A
+fact asked for is found by its file, or, once a forget that was interrupted removed the file,
+by its tombstone (:mod:`engram_md.maintain.tombstones`), which stands in for it: the re-run
+works by id and path.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import regex
 
-from ..core.errors import MemoryFileError
+from ..core.errors import EngramError, MemoryFileError
 from ..core.models import Fact, Status
+from ..core.paths import MemoryLayout
 from ..store.fact_store import MemoryStore
 from ..store.factfile import read_fact
 
 # The ids the pipeline writes: <category>-<YYYYMMDD>-<HHMMSS>-<hash8>. Such an id names its
 # file directly (facts/YYYY-MM-DD/<category>-<HHMMSS>-<hash8>.md), so no folder scan is needed.
 ID_SHAPE = regex.compile(r"^(?P<cat>[a-z_]+)-(?P<day>\d{8})-(?P<time>\d{6})-(?P<hash>[0-9a-f]{8})$")
+# The name of such a file without its ".md": <category>-<HHMMSS>-<hash8>.
+STEM_SHAPE = regex.compile(r"^[a-z_]+-\d{6}-[0-9a-f]{8}$")
+# Where fact files live under the memory folder; a path is taken from here on (archive first:
+# archived facts live in archive/facts/).
+FACT_ANCHORS = ("archive", "facts")
 # Retired facts: what consolidation merged away or replaced, kept as files with their text.
 RETIRED = frozenset({Status.MERGED, Status.SUPERSEDED, Status.INVALIDATED, Status.ARCHIVED})
 
@@ -37,10 +45,92 @@ class Target:
     lineage_of: str | None = None  # the fact asked for, when this is a retired copy of it
 
 
-def looks_like_id(text: str) -> bool:
-    """Whether ``text`` has the shape of a pipeline fact id (a typo in one must not be taken
-    for a search query whose matches get forgotten)."""
-    return ID_SHAPE.match(text.strip()) is not None
+def looks_like_name(text: str) -> bool:
+    """Whether ``text`` has the shape of a memory's name: a pipeline fact id, or the name or
+    path of a markdown file. A typo in one must not be taken for a search query."""
+    text = text.strip()
+    return (
+        ID_SHAPE.match(text) is not None
+        or STEM_SHAPE.match(text) is not None
+        or text.endswith(".md")
+    )
+
+
+def resolve(store: MemoryStore, text: str, stones: Sequence[Target] = ()) -> str | None:
+    """The id of the memory ``text`` names, or None when it names none.
+
+    ``text`` is an id, the path of a fact file (absolute, relative to the working folder or
+    to the memory folder, or as git prints it from a repository root elsewhere) or a fact
+    file's name, with or without ``.md``. ``stones``: the tombstones, whose ids, paths and
+    names count too (a forget to finish). A name two files with different ids share is
+    refused (:class:`EngramError`): the person has to say which one.
+    """
+    text = text.strip()
+    if not text:
+        return None
+    layout = store.layout
+    rels = _rels_named(layout, text)
+    for rel in rels:
+        try:
+            return read_fact(layout.memory_dir / rel).id
+        except MemoryFileError:
+            continue
+    for stone in stones:
+        if stone.path in rels:
+            return stone.id
+    if "/" in text:
+        return None
+    named = _by_file_name(store, text.removesuffix(".md"), stones)
+    if named is not None or text.endswith(".md") or any(ch.isspace() for ch in text):
+        return named  # an id has no space in it
+    if find_fact_files(store, [text]) or any(stone.id == text for stone in stones):
+        return text
+    return None
+
+
+def _rels_named(layout: MemoryLayout, text: str) -> list[str]:
+    """The fact-file paths, relative to the memory folder, that ``text`` may be the path of."""
+    if not text.endswith(".md"):
+        return []
+    raw = PurePath(text)
+    tries = [Path(raw), layout.memory_dir / raw]
+    if raw.parts[0].startswith("~"):
+        try:
+            tries.append(Path(text).expanduser())
+        except RuntimeError:
+            pass  # ~name of no such user
+    for anchor in FACT_ANCHORS:
+        if anchor in raw.parts:
+            tries.append(layout.memory_dir.joinpath(*raw.parts[raw.parts.index(anchor) :]))
+    roots = (layout.facts_dir.resolve(), (layout.archive_dir / "facts").resolve())
+    rels: list[str] = []
+    for path in tries:
+        try:
+            resolved = path.resolve()
+        except (OSError, RuntimeError, ValueError):
+            continue  # a link loop, a name too long, a NUL: not the path of a fact file
+        if any(root in resolved.parents for root in roots):
+            rel = layout.relative(resolved)
+            if rel not in rels:
+                rels.append(rel)
+    return rels
+
+
+def _by_file_name(store: MemoryStore, stem: str, stones: Sequence[Target]) -> str | None:
+    ids: dict[str, str] = {}  # id -> a file (or tombstone path) holding it
+    for path in store.fact_paths():
+        if path.stem == stem:
+            try:
+                ids.setdefault(read_fact(path).id, store.layout.relative(path))
+            except MemoryFileError:
+                continue
+    for stone in stones:
+        if PurePath(stone.path).stem == stem:
+            ids.setdefault(stone.id, stone.path)
+    if len(ids) > 1:
+        paths = ", ".join(sorted(ids.values()))
+        raise EngramError(f"{stem} names {len(ids)} memories ({paths}): give the path or the id")
+    return next(iter(ids), None)
 
 
 def _candidate_paths(store: MemoryStore, fact_id: str) -> list[Path]:

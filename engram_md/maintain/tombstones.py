@@ -3,8 +3,11 @@
 A tombstone says what was forgotten, when, why and by whom: id, path, category, created,
 session, box, ``lineageOf`` — never the statement, nor a hash of it (an unsalted hash lets
 anyone who can read ``state/`` confirm a guessed statement, and nothing needs one). It is
-written before anything is removed, so an interrupted forget is on record and its re-run
-reads the tombstone as the :class:`~engram_md.maintain.targets.Target` whose file is gone.
+written once everything but the fact files is gone, just before they are deleted: a forget
+that stops earlier leaves no record beside a memory that is still whole (and recalled again
+once the index has followed the file), and one interrupted while deleting the files is on
+record: its re-run reads the tombstone as the :class:`~engram_md.maintain.targets.Target`
+whose file is gone.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ def read_tombstones(layout: MemoryLayout) -> list[Target]:
 def write_tombstones(
     layout: MemoryLayout, targets: Sequence[Target], *, reason: str, by: str, at: datetime
 ) -> None:
-    """Append one tombstone per target, in one write, synced before forget goes on."""
+    """Append one tombstone per target, in one write, synced before the files go."""
     lines = []
     for t in targets:
         record: dict[str, Any] = {

@@ -5,7 +5,8 @@
           -> relevance: cosine and BM25 fused by score, lifted by the query's names and
              dates, then by the strong hits a memory was told next to (neighbours)
           -> lifecycle adjustment -> seed-001 score (importance, repetition, access, kind,
-             tier, recency, sigmoid)
+             tier, recency, sigmoid); recall counts and lifecycle states are read from
+             state/access.jsonl (the index and the fact files hold neither)
           -> relevant preferences and procedures first, then by score
           -> leave out what repeats a kept memory (same source turns, or near-identical)
           -> cut to the budget (a token is 4 characters of content, rounded up)
@@ -26,9 +27,10 @@ import numpy as np
 import regex
 
 from ..core.config import GraphConfig, RecallConfig
+from ..core.models import LifecycleState
 from ..index.table import IndexRow, MemoryIndex
 from ..organize.activation import Activation, Adjacency, Step, activate
-from ..store.access import ACTIVATION_BOOST, AccessLog
+from ..store.access import ACTIVATION_BOOST, AccessLog, Standing
 from ..text.dates import parse_absolute_dates
 from ..text.embeddings import Embedder
 from ..text.words import estimate_tokens
@@ -41,6 +43,7 @@ ACTIVE = "status = 'active' AND kind = 'fact'"
 ACTIVE_BOXES = "status = 'active' AND kind = 'box'"
 # Categories that tell the agent how to behave: shown first when relevant.
 PROCEDURAL = frozenset({"preference", "principle", "skill"})
+UNRATED = Standing()  # a memory no consolidation has rated yet: a candidate, never recalled
 
 
 @dataclass(frozen=True)
@@ -458,17 +461,21 @@ class Recaller:
             strong=w.neighbour_hits if w.neighbour_share else 0,
             window=timedelta(minutes=w.neighbour_window_minutes),
         )
-        accesses = self.access.counts()
+        usage = self.access.usage()
         now = max((c.row.created for c in pool), default=datetime.now(UTC))
         out = []
         for c, rel, (fts_rel, names, dates), nb in zip(pool, base, matches, support, strict=True):
             row = c.row
-            lifecycle = w.lifecycle.get(row.lifecycle_state, 1.0)
+            standing = usage.standings.get(row.id, UNRATED)
+            state = standing.lifecycle or LifecycleState.CANDIDATE
+            lifecycle = w.lifecycle.get(state.value, 1.0)
             relevance = (rel + w.neighbour_share * nb) * lifecycle
-            recent = accesses.get(row.id, 0)
+            # Recalls since the last consolidation lift importance (seed 000's boost); every
+            # recall, folded in or not, counts for the access bonus.
+            recent = usage.recent.get(row.id, 0)
             importance = min(1.0, row.importance + ACTIVATION_BOOST * recent)
             rep = min(0.7, 0.17 * math.log1p(row.confirmations))
-            acc = min(0.55, 0.12 * math.log1p(row.access_count + recent))
+            acc = min(0.55, 0.12 * math.log1p(standing.accesses + recent))
             kind_key = "procedural" if row.category in PROCEDURAL else row.memory_kind
             kind = w.kind_bias.get(kind_key, 0.0)
             tier = w.tier_bias.get(_tier(row.confidence), 0.0)

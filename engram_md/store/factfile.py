@@ -19,11 +19,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..core.atomic import atomic_write_text
 from ..core.errors import MemoryFileError
+from ..core.folder import read_file
 from ..core.models import (
     Category,
     ConfidenceTier,
     Fact,
-    LifecycleState,
     MemoryKind,
     PolicyClass,
     Source,
@@ -48,7 +48,6 @@ KEY_ORDER = (
     "importance",
     "memoryKind",
     "status",
-    "lifecycleState",
     "verificationState",
     "policyClass",
     "tags",
@@ -60,15 +59,16 @@ KEY_ORDER = (
     "validAt",
     "confirmations",
     "lastConfirmed",
-    "accessCount",
     "supersedes",
     "supersededBy",
     "mergedFrom",
     "statusHistory",
-    "heatScore",
-    "decayScore",
-    "tier",
 )
+
+# Recall counts and lifecycle scores (accessCount, firstEpoch, lifecycleState, heatScore,
+# decayScore, tier) are not frontmatter: they live in state/ (store/access.py), so a recall
+# never leads to a markdown change. Files an older version wrote still carry them; read as keys
+# we do not know, they are written back untouched until the next consolidation moves them.
 
 
 # ---------------------------------------------------------------- YAML formatting
@@ -174,7 +174,6 @@ class _Frontmatter(BaseModel):
     importance: float = Field(0.5, ge=0, le=1)
     memoryKind: MemoryKind = MemoryKind.NOTE
     status: Status = Status.ACTIVE
-    lifecycleState: LifecycleState = LifecycleState.CANDIDATE
     verificationState: VerificationState = VerificationState.UNVERIFIED
     policyClass: PolicyClass = PolicyClass.DURABLE
     tags: list[str] = Field(default_factory=list)
@@ -186,14 +185,10 @@ class _Frontmatter(BaseModel):
     validAt: datetime | None = None
     confirmations: int = Field(0, ge=0)
     lastConfirmed: datetime | None = None
-    accessCount: int = Field(0, ge=0)
     supersedes: list[str] = Field(default_factory=list)
     supersededBy: str | None = None
     mergedFrom: list[str] = Field(default_factory=list)
     statusHistory: list[_HistoryEntry] = Field(default_factory=list)
-    heatScore: float | None = None
-    decayScore: float | None = None
-    tier: str | None = None
 
     _times = field_validator(
         "created", "updated", "expiresAt", "validAt", "lastConfirmed", mode="before"
@@ -232,7 +227,6 @@ def fact_to_metadata(fact: Fact) -> dict[str, Any]:
         "importance": round(fact.importance, 3),
         "memoryKind": fact.memory_kind.value,
         "status": fact.status.value,
-        "lifecycleState": fact.lifecycle_state.value,
         "verificationState": fact.verification_state.value,
         "policyClass": fact.policy_class.value,
         "tags": list(fact.tags),
@@ -244,7 +238,6 @@ def fact_to_metadata(fact: Fact) -> dict[str, Any]:
         "validAt": fact.valid_at,
         "confirmations": fact.confirmations or None,
         "lastConfirmed": fact.last_confirmed,
-        "accessCount": fact.access_count or None,
         "supersedes": list(fact.supersedes) or None,
         "supersededBy": fact.superseded_by,
         "mergedFrom": list(fact.merged_from) or None,
@@ -259,9 +252,6 @@ def fact_to_metadata(fact: Fact) -> dict[str, Any]:
             for change in fact.status_history
         ]
         or None,
-        "heatScore": None if fact.heat_score is None else round(fact.heat_score, 3),
-        "decayScore": None if fact.decay_score is None else round(fact.decay_score, 3),
-        "tier": fact.tier,
     }
     ordered = {key: values[key] for key in KEY_ORDER if values.get(key) is not None}
     # Required keys are always present, even when empty (tags: [] reads better than nothing).
@@ -318,7 +308,6 @@ def parse_fact(text: str, *, path: str = "<memory>") -> Fact:
         session=meta.session,
         source_turn_ids=tuple(meta.sourceTurnIds),
         status=meta.status,
-        lifecycle_state=meta.lifecycleState,
         verification_state=meta.verificationState,
         policy_class=meta.policyClass,
         tags=tuple(meta.tags),
@@ -328,7 +317,6 @@ def parse_fact(text: str, *, path: str = "<memory>") -> Fact:
         valid_at=meta.validAt,
         confirmations=meta.confirmations,
         last_confirmed=meta.lastConfirmed,
-        access_count=meta.accessCount,
         supersedes=tuple(meta.supersedes),
         superseded_by=meta.supersededBy,
         merged_from=tuple(meta.mergedFrom),
@@ -338,9 +326,6 @@ def parse_fact(text: str, *, path: str = "<memory>") -> Fact:
             )
             for h in meta.statusHistory
         ),
-        heat_score=meta.heatScore,
-        decay_score=meta.decayScore,
-        tier=meta.tier,
         content_hash=content_hash(content),
         extra=extra,
     )
@@ -411,10 +396,7 @@ def _shape_problem(metadata: dict[str, Any]) -> str | None:
 
 
 def read_fact(path: Path) -> Fact:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise MemoryFileError(str(path), f"cannot read: {exc.strerror}") from exc
+    raw = read_file(path)  # never through a link, never a pipe or a huge file
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -426,10 +408,10 @@ def write_fact(path: Path, fact: Fact, *, fsync: bool = True) -> bool:
     """Write atomically. Returns False (and writes nothing) when the bytes would not change."""
     text = render_fact(fact)
     try:
-        if path.read_text(encoding="utf-8") == text:
+        if read_file(path) == text.encode("utf-8"):
             return False
-    except (OSError, UnicodeDecodeError):
-        pass
+    except MemoryFileError:
+        pass  # new, or odd (a link is replaced by the file, never written through)
     atomic_write_text(path, text, fsync=fsync)
     return True
 
