@@ -19,7 +19,7 @@ from typing import Any
 
 from . import locomo
 
-PARTS = ("signals", "pipeline", "sessions", "recall_quality", "latency")
+PARTS = ("signals", "secrets", "pipeline", "sessions", "recall_quality", "latency")
 
 
 def _signals() -> dict[str, Any]:
@@ -29,6 +29,14 @@ def _signals() -> dict[str, Any]:
         return {"skipped": "LoCoMo dev data not found"}
     texts = [t.text for t in locomo.turns(locomo.load())]
     return signal_bench.run(texts)
+
+
+def _secrets() -> dict[str, Any]:
+    from . import secrets_bench
+
+    result = secrets_bench.run()
+    print(secrets_bench.format_table(result), flush=True)
+    return result
 
 
 def _pipeline() -> dict[str, Any]:
@@ -61,6 +69,7 @@ def _latency() -> dict[str, Any]:
 
 RUNNERS = {
     "signals": _signals,
+    "secrets": _secrets,
     "pipeline": _pipeline,
     "sessions": _sessions,
     "recall_quality": _recall_quality,

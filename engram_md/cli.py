@@ -26,9 +26,10 @@ from .core.config import Config, load_config
 from .core.errors import EngramError, LockError, RecallServerError
 from .ingest.sources import stdin_binary
 from .maintain.history import fact_history, render_history
+from .maintain.matches import MIN_SCORE, Match
 from .maintain.problems import problem_kinds
 from .maintain.status import collect_status
-from .maintain.targets import looks_like_id
+from .maintain.targets import looks_like_name
 from .organize.traces import load_traces, trace_to_json
 from .recall.server import RecallClient, find_daemon
 from .recall.wire import RecallAnswer
@@ -57,6 +58,22 @@ class _State:
 
 def _config() -> Config:
     return load_config(_State.config_path, overrides=_State.overrides)
+
+
+def _existing_folder() -> Config:
+    """The configuration of a command that reads the memory folder: a folder that does not
+    exist (a mistyped --memory-dir) is said so, never read as empty nor created."""
+    cfg = _config()
+    folder = cfg.layout.memory_dir
+    if not folder.is_dir():
+        err.print(
+            f"engram-md: no memory folder at {folder.absolute()}; check --memory-dir "
+            "(or ENGRAM_MEMORY_DIR)",
+            markup=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(code=1)
+    return cfg
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -193,7 +210,7 @@ def status(
 ) -> None:
     """Counts by category and status, buffer depth, last extraction, LLM usage."""
     try:
-        report = collect_status(_config())
+        report = collect_status(_existing_folder())
     except EngramError as exc:
         raise _fail(exc) from None
     if as_json:
@@ -281,7 +298,7 @@ def recall(
 ) -> None:
     """The memories that matter for QUERY, as a <memory> block (or JSON)."""
     try:
-        answerer = _Answerer(_config(), use_daemon=not no_daemon)
+        answerer = _Answerer(_existing_folder(), use_daemon=not no_daemon)
         queries = (line.rstrip("\n") for line in sys.stdin) if query == "-" else iter([query])
         for text in queries:
             if query == "-" and not text.strip():
@@ -311,7 +328,7 @@ def explain(
 ) -> None:
     """Every candidate of a recall with its score parts, and why it was kept or left out."""
     try:
-        answer = _Answerer(_config(), use_daemon=True).ask(
+        answer = _Answerer(_existing_folder(), use_daemon=True).ask(
             query, budget_tokens=budget, explain=True, record_access=False
         )
     except EngramError as exc:
@@ -517,18 +534,18 @@ def consolidate(
 
 @app.command()
 def history(
-    fact_id: Annotated[str, typer.Argument(help="The fact's id.")],
+    name: Annotated[str, typer.Argument(help="The fact's id, file path or file name.")],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """A fact's history: status changes, what it superseded or was superseded by, merges,
     confirmations and source turns."""
     try:
-        cfg = _config()
-        data = fact_history(cfg.layout, fact_id)
+        cfg = _existing_folder()
+        data = fact_history(cfg.layout, name)
     except EngramError as exc:
         raise _fail(exc) from None
     if data is None:
-        err.print(f"engram-md: no fact with id {fact_id!r} in {cfg.memory_dir}", markup=False)
+        err.print(f"engram-md: no memory named {name!r} in {cfg.memory_dir}", markup=False)
         raise typer.Exit(code=1)
     if as_json:
         sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
@@ -545,7 +562,7 @@ def traces(
 ) -> None:
     """Traces (sealed memory boxes on one thread of work), most recent first, with their boxes."""
     try:
-        cfg = _config()
+        cfg = _existing_folder()
         found = load_traces(cfg.layout.traces_path)
     except EngramError as exc:
         raise _fail(exc) from None
@@ -579,18 +596,28 @@ def doctor(
         bool, typer.Option("--repair", help="Repair what can be repaired, then check again.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    secrets: Annotated[
+        bool,
+        typer.Option(
+            "--secrets",
+            help="Find secrets already in the folder, the journal and the index; "
+            "with --repair, redact them everywhere.",
+        ),
+    ] = False,
 ) -> None:
     """Check that the folder, index, hashes, graph and boxes agree; --repair fixes them.
 
     Exit status 0 when all is well (or everything was repaired), 1 when problems remain.
     Checking works beside a running daemon; --repair is refused while it runs.
     """
+    if secrets:
+        _doctor_secrets(do_repair=do_repair, as_json=as_json)
     # start-up cost of these: see the top of this module
     from .app import open_reader, open_writer
     from .maintain.doctor import examine, repair
 
     try:
-        cfg = _config()
+        cfg = _existing_folder()
         # Checking only reads: no lock, the index as it stands, no embedding cache.
         with open_reader(cfg, cache_embeddings=False) as parts:
             report = examine(parts)
@@ -631,12 +658,70 @@ def doctor(
     raise typer.Exit(code=0 if report.ok else 1)
 
 
+def _doctor_secrets(*, do_repair: bool, as_json: bool) -> None:
+    """`doctor --secrets [--repair]`: exit 0 when no secret is (left) in the folder."""
+    # start-up cost of these: see the top of this module
+    from .app import open_reader, open_writer
+    from .maintain.secrets import SecretsReport, find_secrets, repair_secrets
+
+    try:
+        cfg = _existing_folder()
+        if do_repair:
+            try:
+                with open_writer(cfg, reconcile=False, rebuild_missing=False) as parts:
+                    report = repair_secrets(parts)
+            except LockError as exc:
+                raise LockError(
+                    f"doctor --repair needs the memory folder to itself: {exc}"
+                ) from None
+        else:
+            with open_reader(cfg, cache_embeddings=False) as parts:
+                report = SecretsReport(find_secrets(parts))
+    except EngramError as exc:
+        raise _fail(exc) from None
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False) + "\n")
+        raise typer.Exit(code=0 if report.ok else 1)
+    for leak, what in [(x, "redacted") for x in report.repaired] + [
+        (x, "secret  ") for x in report.found
+    ]:
+        line = f"{what}  {leak.place}  {leak.subject}: {', '.join(leak.kinds)}"
+        out.print(line, markup=False, soft_wrap=True)
+    for note in report.notes:
+        out.print(f"note: {note}", markup=False, soft_wrap=True)
+    if report.ok:
+        done = f"; {len(report.repaired)} place(s) redacted" if report.repaired else ""
+        out.print(f"no secrets found{done}", markup=False, soft_wrap=True)
+    else:
+        hint = "" if do_repair else "; `engram-md doctor --secrets --repair` redacts them"
+        out.print(f"{len(report.found)} place(s) hold secrets{hint}", markup=False, soft_wrap=True)
+    raise typer.Exit(code=0 if report.ok else 1)
+
+
 @app.command()
 def forget(
-    target: Annotated[str, typer.Argument(help="A memory's id, or a query to search for.")],
-    yes: Annotated[
-        bool, typer.Option("--yes", "-y", help="Forget a query's matches without asking.")
+    target: Annotated[
+        str,
+        typer.Argument(help="A memory's id, file path or file name, or a query to search for."),
+    ],
+    all_matches: Annotated[
+        bool,
+        typer.Option(
+            "--all-matches",
+            "--yes",
+            "-y",
+            help="Forget every match of a query scoring --min-score or more, without asking.",
+        ),
     ] = False,
+    min_score: Annotated[
+        float,
+        typer.Option(
+            "--min-score",
+            min=0.0,
+            max=1.0,
+            help="The least a query's match must score (0-1) to be shown or forgotten.",
+        ),
+    ] = MIN_SCORE,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Show what would be forgotten; change nothing.")
     ] = False,
@@ -649,25 +734,26 @@ def forget(
     """Remove a memory everywhere (file, index, hashes, graph, boxes, caches), leaving a
     tombstone without its content in state/forgotten.jsonl.
 
-    An id is forgotten at once. Any other text is a query: its matches are shown and
-    forgotten only after you confirm, or with --yes (every match shown; narrow with --limit).
-    Refused while the daemon runs.
+    An id, a file path or a file name forgets exactly that memory, at once. Any other text is
+    a query: its matches scoring --min-score or more are shown with their scores, and each is
+    forgotten only if you say yes to it; --all-matches forgets them all without asking. A
+    query nothing matches well enough forgets nothing (exit 1). Refused while the daemon runs.
     """
     # start-up cost of these: see the top of this module
     from .app import make_recaller, open_reader, open_writer
-    from .maintain.forget import ForgetReport, is_known_id, search
+    from .maintain.forget import ForgetReport, named, search
     from .maintain.forget import forget as forget_ids
 
     text = target.strip()
     try:
-        cfg = _config()
+        cfg = _existing_folder()
         with open_reader(cfg, cache_embeddings=False, with_index=False) as parts:
-            known = is_known_id(parts.store, text)
-        if known:
-            ids = [text]
-        elif looks_like_id(text):
+            fact_id = named(parts.store, text)
+        if fact_id is not None:
+            ids = [fact_id]
+        elif looks_like_name(text):
             err.print(
-                f"engram-md: no memory with id {text!r} in {cfg.memory_dir}",
+                f"engram-md: no memory named {text!r} in {cfg.memory_dir}",
                 markup=False,
                 soft_wrap=True,
             )
@@ -675,31 +761,37 @@ def forget(
         else:
             # As `recall` with no daemon: the index is brought up to date with the folder first.
             with open_reader(cfg, refresh_index=True) as parts:
-                matches = search(make_recaller(parts), text, limit)
-            if not matches:
-                err.print(f"engram-md: no memory matches {text!r}", markup=False, soft_wrap=True)
-                raise typer.Exit(code=1)
-            listing = err if as_json else out
-            for n, match in enumerate(matches, 1):
-                listing.print(
-                    f"{n}. {match.id}  ({match.category}, score {match.score:.2f})  {match.path}",
+                found = search(make_recaller(parts), text, limit=limit, min_score=min_score)
+            if not found.matches:
+                err.print(
+                    f"engram-md: no memory matches {text!r}: nothing scores --min-score "
+                    f"{min_score:.2f} or more (the closest {found.closest:.2f}); nothing forgotten",
                     markup=False,
                     soft_wrap=True,
                 )
-                listing.print(
-                    f"   {' '.join(match.content.split())[:200]}", markup=False, soft_wrap=True
-                )
-            if not yes and not dry_run:
+                raise typer.Exit(code=1)
+            listing = err if as_json else out
+            for n, match in enumerate(found.matches, 1):
+                _show_match(listing, n, match)
+            chosen: list[Match] = list(found.matches)
+            if not all_matches and not dry_run:
                 if not sys.stdin.isatty():
                     err.print(
-                        "engram-md: nothing forgotten: confirm with --yes (it forgets every "
-                        "match listed), or forget one by its id",
+                        "engram-md: nothing forgotten: answer for each match in a terminal, "
+                        "forget every match listed with --all-matches, or one by its id",
                         markup=False,
+                        soft_wrap=True,
                     )
                     raise typer.Exit(code=1)
-                if not typer.confirm(f"Forget these {len(matches)} memories?", err=True):
+                chosen = [
+                    match
+                    for n, match in enumerate(found.matches, 1)
+                    if typer.confirm(f"Forget {n}. {match.id}?", default=False, err=True)
+                ]
+                if not chosen:
+                    err.print("engram-md: nothing forgotten", markup=False)
                     raise typer.Exit(code=1)
-            ids = [match.id for match in matches]
+            ids = [match.id for match in chosen]
         # A dry run writes nothing: no lock, no index, no embedding cache. A forget works by id
         # and path, so the index needs no reconcile first.
         if dry_run:
@@ -741,6 +833,16 @@ def forget(
         err.print(f"engram-md: no memory with id {missing!r}", markup=False, soft_wrap=True)
     if report.missing and not report.forgotten:
         raise typer.Exit(code=1)
+
+
+def _show_match(console: Console, n: int, match: Match) -> None:
+    """One match of a forget query: where it is, how well it matches, what it says."""
+    console.print(
+        f"{n}. {match.id}  ({match.category}, score {match.score:.2f})  {match.path}",
+        markup=False,
+        soft_wrap=True,
+    )
+    console.print(f"   {' '.join(match.content.split())[:200]}", markup=False, soft_wrap=True)
 
 
 # Options every command takes, before or after the command's name: with a value, and flags.

@@ -422,3 +422,26 @@ def test_hostile_names_in_transcripts_write_only_under_memory_and_state(cli: Cli
     assert archived in written and not (cli.memory / "facts" / archived.name).exists()
     for path in cli.memory.rglob("*"):
         assert path.resolve().is_relative_to(cli.memory.resolve())
+
+
+def test_a_day_folder_linked_out_of_the_folder_is_refused_and_nothing_lost(cli: Cli) -> None:
+    """A planted link in place of a day folder: the write that would go through it is
+    refused with a message (no traceback), nothing lands outside, the turns stay in the
+    journal; once the link is gone, the next run writes them."""
+    outside = cli.root / "outside"
+    outside.mkdir()
+    (cli.memory / "facts").mkdir(parents=True)
+    (cli.memory / "facts" / "2026-03-02").symlink_to(outside, target_is_directory=True)
+    transcript = cli.root / "t.jsonl"
+    row = {"role": "user", "content": "I prefer green tea over coffee.", "session": "s",
+           "timestamp": "2026-03-02T09:00:00Z", "id": "t1"}  # fmt: skip
+    transcript.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    refused = cli("ingest", str(transcript))
+    stderr = refused.stderr.decode("utf-8", "replace")
+    assert refused.returncode != 0 and "Traceback" not in stderr
+    assert "refusing to write outside the memory folder" in stderr
+    assert list(outside.iterdir()) == []
+    (cli.memory / "facts" / "2026-03-02").unlink()
+    again = cli("ingest", str(transcript))
+    assert again.returncode == 0, again.stderr.decode()[-2000:]
+    assert [rel for rel in cli.fact_files() if rel.startswith("facts/2026-03-02/")]

@@ -28,6 +28,9 @@ GITHUB_OAUTH = "gho_" + "16C7e42F292c6912E7710c838347Ae178B4a"
 GITHUB_FINE = (
     "github_pat_" + "11ABCDEFG0123456789_abcdefghijKLMNOPQRSTuvwxyz0123456789ABCDEFGHIJKLMNOPQRS"
 )
+NPM = "npm_" + "Zq8Wx3Cv5Bn7Mm1Kk9Jj4Hh2Gg6Ff0Dd8Ss3"
+GITLAB = "glpat-" + "Zq8Wx3Cv5Bn7Mm1Kk9Jj"
+HEX_KEY = "7d9f2b4c8e1a6053" + "a8f5f167f44f4964"
 SLACK_BOT = "xo" + "xb-2048536012-5827381924065-Zq8Wx3Cv5Bn7Mm1Kk9Jj4Hh"
 SLACK_USER = "xo" + "xp-1234567890-0987654321-1122334455-a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6"
 SLACK_APP = "xa" + "pp-1-A0B1C2D3E4F-4815162342108-" + "9f86d081884c7d659a2feaa0c55ad015" * 2
@@ -120,6 +123,22 @@ SECRETS = [
     ("curl -H 'authorization: basic ZGFuYTpodW50ZXIy' x", "ZGFuYTpodW50ZXIy", "bearer_token"),
     ('-H "Authorization: Bearer abc.def-ghi_jkl"', "abc.def-ghi_jkl", "bearer_token"),
     ("my PIN is 4821", "4821", "password"),
+    # What reached the folder before (issue 22): a password with no digit, an npm token,
+    # personal data, a secret named by a bare key word.
+    ("the wifi password is CorrectHorseBatteryStaple", "CorrectHorseBatteryStaple", "password"),
+    (f"npm token {NPM}", NPM, "npm_token"),
+    (f"and secret {AWS_SECRET}", AWS_SECRET, "secret"),
+    ("my SSN is 078-05-1120", "078-05-1120", "national_id"),
+    ("card 4111 1111 1111 1111 exp 04/28", "4111 1111 1111 1111", "card_number"),
+    ("wire it to NL91 ABNA 0417 1643 00 please", "NL91 ABNA 0417 1643 00", "iban"),
+    ("my NI number is AB 12 34 56 C", "AB 12 34 56 C", "national_id"),
+    (f"the GitLab token is {GITLAB}", GITLAB, "gitlab_token"),
+    ("I changed the root password to Lemon-Tree-42", "Lemon-Tree-42", "password"),
+    ("use hunter2x as the password for staging", "hunter2x", "password"),
+    ("login dana / password sunflower", "sunflower", "password"),
+    ("the door code is 4821", "4821", "password"),
+    ("Password for the NAS -> marble-copper-orbit", "marble-copper-orbit", "password"),
+    (f"the API key for the billing service is {HEX_KEY}", HEX_KEY, "api_key"),
 ]
 
 
@@ -212,6 +231,20 @@ NORMAL = [
     "I ssh in as deploy@build-01.example.com and mail ops@example.com.",
     "The xapp-config-v2-loader package needs an update.",
     "secret: true",
+    # look-alikes of secrets and of personal data
+    "My public key is ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHk0YmZkNjQ5ZjJhYzQ3OGM5 dana@laptop",
+    "The phone's IMEI is 356938035643809.",
+    "Order 4111111111111112 shipped today.",
+    "Call me at (555) 234-5678 or +31 6 1234 5678.",
+    "The password is Okta-managed.",
+    "The key to success is patience.",
+    '{"password": 1, "token": 2}',
+    "assume arn:aws:iam::123456789012:role/deploy",
+    "docker pull app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "the config lives in /home/dana/projects/app/settings.yaml",
+    "The release is v2.14.0-rc.1+build.5, commit 3f9c2a1b7d4e.",
+    "logo: data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk",
+    "My password manager is 1Password and the password field is required.",
 ]
 
 
@@ -287,6 +320,27 @@ def test_sanitize_turn_strips_and_redacts_and_keeps_the_rest() -> None:
         turn.speaker,
         turn.origin,
     )
+
+
+def test_the_issue_sentence_leaves_nothing_behind() -> None:
+    text = (
+        f"my aws key is {AWS_ID} and secret {AWS_SECRET}. the wifi password is "
+        f"CorrectHorseBatteryStaple, npm token {NPM}, ssn 078-05-1120, card 4111 1111 1111 1111"
+    )
+    redacted, count = redact_secrets(text)
+    for secret in (AWS_ID, AWS_SECRET, "CorrectHorseBatteryStaple", NPM, "078-05-1120", "4111"):
+        assert secret not in redacted
+    assert count == 6
+
+
+def test_personal_data_can_be_kept_by_policy() -> None:
+    turn = _turn(f"card 4111 1111 1111 1111, ssn 078-05-1120, key {OPENAI}")
+    kept = sanitize_turn(turn, SanitizeConfig(redact_personal_data=False))
+    assert kept is not None
+    assert "4111 1111 1111 1111" in kept.content and "078-05-1120" in kept.content
+    assert OPENAI not in kept.content  # credentials go whatever the personal data policy
+    default = sanitize_turn(turn, SanitizeConfig())
+    assert default is not None and "4111" not in default.content
 
 
 def test_redaction_can_be_turned_off() -> None:

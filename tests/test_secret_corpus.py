@@ -1,13 +1,21 @@
-"""Secret redaction measured on a corpus of realistic, synthetic credentials.
+"""Secret redaction measured on corpora of realistic, synthetic credentials.
 
-``tests/data/secrets.txt`` holds lines of config files, shell commands, JSON and prose with
-``<<placeholders>>``; :func:`fill` puts random values of each credential's real shape in
-them at run time. No complete key is stored in the repository: the values are fake, made
-fresh from a fixed seed, and a scanner sees only templates. ``tests/data/non_secrets.txt``
-lists look-alikes (hashes, UUIDs, "password reset" prose) that must pass untouched.
+Two corpora:
 
-Each secret must be gone after :func:`redact_secrets`, and gone from every file under
-``memory/`` and ``state/`` after a real ``engram-md ingest`` of a transcript that says them.
+- ``tests/data/secrets.txt`` holds lines of config files, shell commands, JSON and prose with
+  ``<<placeholders>>``; :func:`fill` puts random values of each credential's real shape in
+  them at run time. ``tests/data/non_secrets.txt`` lists look-alikes (hashes, UUIDs,
+  "password reset" prose) that must pass untouched. These are the regression cases.
+- ``tests/data/secrets/``: a generated corpus of secrets said in prose (40 token kinds, keys
+  known only by the words around them, passwords, private keys, card numbers, national ids)
+  and independent look-alikes, in two splits with their own seeds and wording (``tune`` and
+  ``held_out``, see its ``corpus.py``). ``make bench`` compares the rules with other
+  detectors on it (``bench/secrets_bench.py``).
+
+No complete key is stored in the repository: the values are fake, made fresh from a fixed
+seed, and a scanner sees only templates. Each secret must be gone after
+:func:`redact_secrets`, and gone from every file under ``memory/`` and ``state/`` after a real
+``engram-md ingest`` of a transcript that says them.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+import re
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +34,7 @@ import pytest
 from engram_md.ingest.sanitize import redact_secrets
 
 from .conftest import Cli
+from .data.secrets import corpus
 
 DATA = Path(__file__).parent / "data"
 SEED = 20260302
@@ -261,41 +271,129 @@ def test_redaction_rates(capsys: pytest.CaptureFixture[str]) -> None:
 # ---------------------------------------------------------------- end to end
 
 
-def test_no_secret_reaches_memory_or_state(cli: Cli) -> None:
-    """Every corpus line said by the user, in a turn that is worth remembering."""
-    # A few corpus lines per turn (under the sanitizer's length cap, so nothing is cut off
-    # and every secret really goes through redaction), said by the user as things to keep.
-    groups: list[list[Case]] = [[]]
-    for case in CORPUS:
-        if sum(len(c.text) for c in groups[-1]) + len(case.text) > 1_200:
+def _ingest(cli: Cli, texts: list[str]) -> str:
+    """Say ``texts`` as the user, a few to a turn (under the sanitizer's length cap, so nothing
+    is cut off and every secret really goes through redaction), as things to keep; ingest
+    them offline and return stderr."""
+    groups: list[list[str]] = [[]]
+    for text in texts:
+        if sum(len(t) for t in groups[-1]) + len(text) > 1_200:
             groups.append([])
-        groups[-1].append(case)
+        groups[-1].append(text)
     rows = []
     for i, group in enumerate(groups):
-        body = "\n".join(c.text for c in group)
+        body = "\n".join(group)
         rows.append(
             {
                 "role": "user",
                 "content": f"Remember this for the deploy of service {i}:\n{body}",
-                "timestamp": f"2026-03-02T09:{i:02d}:00Z",
+                "timestamp": f"2026-03-02T{9 + i // 60:02d}:{i % 60:02d}:00Z",
                 "id": f"s{i}",
                 "session": "secrets",
                 "name": "Dana",
             }
         )
-    assert 5 <= len(rows) < 40
     path = cli.root / "secrets.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     result = cli("ingest", str(path))
     stderr = result.stderr.decode("utf-8", "replace")
     assert result.returncode == 0, stderr[-2000:]
     path.unlink()  # the input itself holds the secrets, of course
+    return stderr
 
+
+def _everything_stored(cli: Cli) -> tuple[str, str]:
+    """Every byte under ``memory/`` and ``state/`` (fact and box files, the journal, the
+    embedding cache, the LanceDB data, its full-text index), as text and lower-cased: the
+    full-text index keeps its terms lower case."""
     files = [p for root in (cli.memory, cli.state) for p in root.rglob("*") if p.is_file()]
-    blob = b"\n".join(p.read_bytes() for p in files)
-    text = blob.decode("utf-8", "replace")
+    text = b"\n".join(p.read_bytes() for p in files).decode("utf-8", "replace")
+    return text, text.casefold()
+
+
+_TERM = re.compile(r"[A-Za-z0-9]{12,}")
+
+
+def _stored_leaks(fragments: list[str], text: str, folded: str) -> list[str]:
+    """Fragments found whole, or as one of their long full-text terms in lower case."""
+    return [
+        frag
+        for frag in fragments
+        if frag in text or any(term.casefold() in folded for term in _TERM.findall(frag))
+    ]
+
+
+def test_no_secret_reaches_memory_or_state(cli: Cli) -> None:
+    """Every corpus line said by the user, in a turn that is worth remembering."""
+    stderr = _ingest(cli, [c.text for c in CORPUS])
+    text, folded = _everything_stored(cli)
     assert "[REDACTED:" in text, "nothing of the corpus was stored: the check would be empty"
-    leaked = [c.label for c in CORPUS if _leaks(c, text)]
+    leaked = [c.label for c in CORPUS if _stored_leaks(_case_fragments(c), text, folded)]
     assert leaked == []
     # Not in stderr either (bad-line reports quote input).
     assert not [c.label for c in CORPUS if _leaks(c, stderr)]
+
+
+def _case_fragments(case: Case) -> list[str]:
+    return [frag for s in case.secrets for frag in _fragments(s)]
+
+
+# ---------------------------------------------------------------- the generated corpus
+
+
+@pytest.mark.parametrize("split", corpus.SPLITS)
+def test_the_generated_corpus_is_large_and_varied(split: str) -> None:
+    cases, alikes = corpus.secrets(split), corpus.look_alikes(split)
+    assert len(cases) >= 300 and len(alikes) >= 300
+    assert len({c.kind for c in cases}) >= 50
+    assert {c.family for c in cases} == {"credential", "personal"}
+    assert len({a.kind for a in alikes}) >= 20
+    # The splits share no sentence: the held-out one is worded apart.
+    other = corpus.SPLITS[1 - corpus.SPLITS.index(split)]
+    assert not {c.text for c in cases} & {c.text for c in corpus.secrets(other)}
+
+
+@pytest.mark.parametrize("split", corpus.SPLITS)
+def test_the_generated_corpus_is_redacted(split: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The goal on both splits: >= 99% of secrets gone, <= 1% of look-alikes touched."""
+    cases, alikes = corpus.secrets(split), corpus.look_alikes(split)
+    missed = [c for c in cases if corpus.leaks(c, redact_secrets(c.text)[0])]
+    altered = [a for a in alikes if redact_secrets(a.text)[0] != a.text]
+    with capsys.disabled():
+        print(
+            f"\n{split}: {len(cases) - len(missed)}/{len(cases)} secrets redacted; "
+            f"{len(altered)}/{len(alikes)} look-alikes altered"
+        )
+    assert len(missed) <= len(cases) // 100, [(c.kind, c.text[:80]) for c in missed]
+    assert len(altered) <= len(alikes) // 100, [(a.kind, a.text[:80]) for a in altered]
+
+
+def test_personal_data_can_be_kept() -> None:
+    personal = [c for c in corpus.secrets("tune") if c.family == "personal"]
+    kept = [c for c in personal if not corpus.leaks(c, redact_secrets(c.text, personal=False)[0])]
+    assert personal and kept == []
+
+
+def test_no_secret_of_the_generated_corpus_reaches_memory_or_state(cli: Cli) -> None:
+    """A whole split (400 secrets, every kind) said by the user and ingested offline; then
+    every file under ``memory/`` and ``state/`` is searched for every secret, binary LanceDB
+    files included. One split: the local model embeds every random token piece by piece,
+    and both would take a minute on a small machine."""
+    cases = corpus.secrets("held_out")
+    stderr = _ingest(cli, [c.text for c in cases])
+    text, folded = _everything_stored(cli)
+    assert text.count("[REDACTED:") >= len(cases) // 2, "too little was stored to check"
+    leaked = [
+        (c.kind, c.text[:80])
+        for c in cases
+        if _stored_leaks([f for v in c.values for f in _searchable(v)], text, folded)
+    ]
+    assert leaked == []
+    assert not [c.kind for c in cases if corpus.leaks(c, stderr)]
+
+
+def _searchable(value: str) -> list[str]:
+    """What a search of the stored bytes can tell apart from chance: a four-digit PIN turns
+    up somewhere in megabytes of vectors and ids whether it leaked or not (the redaction
+    test above checks the short ones)."""
+    return [f for f in corpus.fragments(value) if not (f.isdigit() and len(f) < 8)]

@@ -56,6 +56,8 @@ class SignalConfig(_Section):
 class SanitizeConfig(_Section):
     max_turn_chars: int = Field(default=4000, ge=100)
     redact_secrets: bool = True
+    # Card numbers, national ids (SSN, NINO, BSN, SIN, Aadhaar, DNI) and IBANs; false keeps them.
+    redact_personal_data: bool = True
 
 
 class OfflineConfig(_Section):

@@ -8,6 +8,7 @@ Third-party errors are mapped at the seam where they occur (``raise X(...) from 
     ├── LockError              another writer holds the memory folder
     ├── InputError             a transcript line that is none of the accepted formats
     ├── MemoryFileError        a memory file that cannot be read (broken frontmatter, bad YAML)
+    ├── UnsafePathError        a write that would leave the memory folder (a planted link)
     ├── ExtractionError        an extraction attempt failed; its turns are kept for retry
     │   ├── LLMUnavailable     timeout, connection error, 429 / 5xx after all retries
     │   └── LLMOutputError     the model answered, but not with usable JSON
@@ -52,6 +53,12 @@ class MemoryFileError(EngramError):
         self.path = path
         self.reason = reason
         super().__init__(f"{path}: {reason}")
+
+
+class UnsafePathError(EngramError, ValueError):
+    """A path that resolves outside the memory folder, e.g. through a symbolic link someone
+    planted in it: nothing is written there. Also a ValueError, as it was before it had a
+    name of its own."""
 
 
 class ExtractionError(EngramError):

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import regex
 
+from .errors import UnsafePathError
+
 # Combining marks stay with their letter: dropping them would split "Rene\u0301e" (the
 # decomposed spelling of "Renée") into "rene-e".
 _SLUG_DROP = regex.compile(r"[^\p{L}\p{N}\p{M}]+")
@@ -84,7 +86,7 @@ class MemoryLayout:
         root = self.memory_dir.resolve()
         resolved = path.resolve()
         if resolved != root and root not in resolved.parents:
-            raise ValueError(f"refusing to write outside the memory folder: {path}")
+            raise UnsafePathError(f"refusing to write outside the memory folder: {path}")
         return path
 
     def relative(self, path: Path) -> str:

@@ -21,7 +21,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -182,6 +183,14 @@ class Journal:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._records = len(lines)
 
+    def scrub_pending(self, scrub: Callable[[str], str]) -> None:
+        """Apply ``scrub`` to the text of the pending turns, in memory; :meth:`compact`
+        writes them. The keys stay those the turns were received under."""
+        for key, turn in self._pending.items():
+            text = scrub(turn.content)
+            if text != turn.content:
+                self._pending[key] = replace(turn, content=text)
+
     def close(self) -> None:
         if self._fd is not None:
             os.fsync(self._fd)
@@ -198,12 +207,19 @@ class Journal:
         return len(self._done) + len(self._pending)
 
 
-def compact_journal(path: Path, finish: Collection[tuple[str, str]] = ()) -> list[Turn]:
+def compact_journal(
+    path: Path,
+    finish: Collection[tuple[str, str]] = (),
+    *,
+    scrub: Callable[[str], str] | None = None,
+) -> list[Turn]:
     """Compact the journal at ``path`` (when there is one), from outside the daemon: only
     digests of done turns and the pending turns are left. Pending turns named in ``finish``
     ((session, turn id): a forgotten fact's sources, journaled by a batch that crashed before
     it was marked done) are marked done first, or a restart would extract them again and
-    write the fact back. Returns those turns."""
+    write the fact back. ``scrub`` rewrites the text of the pending turns (doctor --secrets
+    redacting what an older sanitizer let through); their keys stay, so each turn keeps its
+    identity. Returns the finished turns."""
     if not path.exists():
         return []
     journal = Journal(path, fsync_each=False)
@@ -211,6 +227,8 @@ def compact_journal(path: Path, finish: Collection[tuple[str, str]] = ()) -> lis
     try:
         finished = [t for t in journal.pending if (t.session, t.id) in finish]
         journal.mark_done(finished)
+        if scrub is not None:
+            journal.scrub_pending(scrub)
         journal.compact()
     finally:
         journal.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import regex
@@ -21,6 +21,8 @@ from ..core.errors import MemoryFileError
 from ..core.lock import pid_alive
 from ..core.models import Fact, Source, Status
 from ..core.paths import MemoryLayout
+from ..index.boxindex import box_row
+from ..index.indexer import fact_row
 from ..index.lance import (
     TABLE_NAME,
     UNOPENABLE_TABLE,
@@ -29,6 +31,7 @@ from ..index.lance import (
     search_indices_lacking,
 )
 from ..index.opened import FolderParts
+from ..index.rows import IndexRow
 from ..organize.boxes import BoxBuilder
 from ..organize.boxfile import box_files, read_box
 from ..organize.graph import GraphStore
@@ -258,24 +261,33 @@ class Exam:
                 stale.append(f"points at {held.path}")
             if held.content_hash != facts[rel].content_hash:
                 stale.append("statement changed")
-            elif held.file_mtime_ns != self.folder.mtimes[rel]:
+            elif held.file_mtime_ns != self.folder.mtimes[rel] and not same_row(
+                held, fact_row(self.layout, self.layout.memory_dir / rel, facts[rel], 0)
+            ):
                 stale.append("file changed since indexed")
             if stale:
                 self.add("index_row_stale", rel, "; ".join(stale))
         files = {self.layout.relative(p): p for p in self.box_paths()}
         for rel, path in sorted(files.items()):
-            box_row = box_rows.get(rel)
+            held_box = box_rows.get(rel)
             try:
                 mtime = os.stat(path).st_mtime_ns
             except OSError:
                 continue  # removed while we looked
-            if box_row is None:
+            if held_box is None:
                 self.add("index_box_row_missing", rel, "the box is not in the index")
-            elif box_row.file_mtime_ns != mtime:
+            elif held_box.file_mtime_ns != mtime and not self._box_row_holds(held_box, path):
                 self.add("index_box_row_stale", rel, "box file changed since indexed")
-        for rel, box_row in sorted(box_rows.items()):
+        for rel, held_box in sorted(box_rows.items()):
             if rel not in files:
-                self.add("index_box_row_orphan", box_row.id, f"no box file at {rel}")
+                self.add("index_box_row_orphan", held_box.id, f"no box file at {rel}")
+
+    def _box_row_holds(self, held: IndexRow, path: Path) -> bool:
+        try:
+            box = read_box(path, self.layout)
+        except MemoryFileError:
+            return False  # reported as unreadable_box; its row is stale too
+        return same_row(held, box_row(self.layout, path, box, 0))
 
     def box_paths(self) -> list[Path]:
         return box_files(self.layout)
@@ -395,7 +407,8 @@ class Exam:
 
     # ------------------------------------------------------------ forgets
     def check_forgets(self) -> None:
-        """A tombstone is written first: anything its fact still has is an interrupted forget."""
+        """A tombstone is written just before the fact files are deleted, the rest already
+        gone: anything its fact still has is an interrupted forget."""
         places = (
             (self.folder.known_ids, "its fact file"),
             (self.row_ids, "its index row"),
@@ -429,6 +442,13 @@ class Exam:
                 self.add(
                     "torn_line", self.label(path), f"the last line is cut short ({tail} bytes)"
                 )
+
+
+def same_row(held: IndexRow, fresh: IndexRow) -> bool:
+    """Whether an index row holds what reading its file again would put there, the file's
+    mtime aside: a git checkout or a ``touch`` changes only that, which is no problem (the
+    next reconcile refreshes it silently)."""
+    return replace(held, file_mtime_ns=0, vector=None) == replace(fresh, vector=None)
 
 
 def hash_problems(layout: MemoryLayout, folder: Folder) -> list[Problem]:

@@ -25,7 +25,9 @@ What is checked, by problem kind:
   damaged manifest), ``index_incomplete`` (no text or id index: a kill between creating the
   table and its indices),
   ``index_row_orphan`` (no file, or an unreadable one), ``index_row_missing``,
-  ``index_row_stale`` (mtime, content hash or path differ), and the same three for box rows.
+  ``index_row_stale`` (the file says something else now: its statement, a field, its path;
+  an mtime changed alone, as by a git checkout or a ``touch``, is no problem), and the same
+  three for box rows.
 * ``hashes_missing``, ``hash_entry_orphan`` (names a missing file, or one that now says
   something else), ``hash_entry_missing`` (a file's statement is not in the hash index).
 * ``graph_node_orphan``, ``graph_edge_orphan`` — naming a fact no file holds;

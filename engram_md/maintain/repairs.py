@@ -148,5 +148,3 @@ def _reindex(parts: FolderParts) -> None:
     report = parts.indexer.reconcile(full=True)
     for problem in report.broken:
         log.info("not indexed: %s", problem)
-
-

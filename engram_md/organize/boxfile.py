@@ -25,8 +25,9 @@ from typing import Any
 import regex
 import yaml
 
-from ..core.atomic import atomic_write_text, is_temp_file
+from ..core.atomic import atomic_write_text
 from ..core.errors import MemoryFileError
+from ..core.folder import markdown_files, read_file
 from ..core.models import Fact
 from ..core.paths import MemoryLayout
 from ..store.factfile import _as_utc, _Dumper, _load
@@ -179,9 +180,10 @@ def read_box(path: Path, layout: MemoryLayout | None = None) -> Box:
 
     Without a layout, a file under a ``boxes/`` folder is still resolved (the usual layout).
     """
+    raw = read_file(path)  # never through a link, never a pipe or a huge file
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise MemoryFileError(str(path), f"cannot read box file ({exc})") from exc
     rel: str | None = None
     if layout is not None:
@@ -196,19 +198,18 @@ def write_box(layout: MemoryLayout, box: Box, *, fsync: bool = True) -> tuple[Pa
     path = box_path(layout, box)
     text = render_box(box)
     try:
-        if path.read_text(encoding="utf-8") == text:
+        if read_file(path) == text.encode("utf-8"):
             return path, False
-    except (OSError, UnicodeDecodeError):
-        pass
+    except MemoryFileError:
+        pass  # new, or odd (a link is replaced by the file, never written through)
     atomic_write_text(path, text, fsync=fsync)
     return path, True
 
 
 def box_files(layout: MemoryLayout) -> list[Path]:
-    """Every box file in the memory folder, in path order."""
-    if not layout.boxes_dir.is_dir():
-        return []
-    return [p for p in sorted(layout.boxes_dir.rglob("*.md")) if not is_temp_file(p)]
+    """Every box file in the memory folder, in path order (odd entries reported and left
+    out, see :func:`markdown_files`)."""
+    return list(markdown_files(layout.boxes_dir, base=layout.memory_dir))
 
 
 def boxes_listing(layout: MemoryLayout, ids: set[str]) -> list[Box]:

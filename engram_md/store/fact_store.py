@@ -10,8 +10,8 @@ import logging
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..core.atomic import is_temp_file
 from ..core.errors import MemoryFileError
+from ..core.folder import markdown_files
 from ..core.models import Fact
 from ..core.paths import MemoryLayout
 from .dedup import HashIndex
@@ -47,13 +47,11 @@ class MemoryStore:
 
     # ------------------------------------------------------------ reading
     def fact_paths(self) -> Iterator[Path]:
-        """Every fact file, live and archived, in a stable order."""
+        """Every fact file, live and archived, in a stable order. Links, devices, pipes,
+        huge files and control-character names are reported once and left out
+        (:func:`markdown_files`), so one planted file never stops a command."""
         for root in (self.layout.facts_dir, self.layout.archive_dir / "facts"):
-            if not root.is_dir():
-                continue
-            for path in sorted(root.rglob("*.md")):
-                if not is_temp_file(path):
-                    yield path
+            yield from markdown_files(root, base=self.layout.memory_dir)
 
     def scan(self) -> Iterator[tuple[Path, Fact | MemoryFileError]]:
         for path in self.fact_paths():
