@@ -22,7 +22,6 @@ from ..core.config import Config
 from ..core.folder import read_text
 from ..core.models import Fact
 from ..core.paths import MemoryLayout
-from ..store.access import AccessLog
 from .targets import Target
 
 log = logging.getLogger(__name__)
@@ -86,14 +85,13 @@ def refresh_derived(
 
 
 def _replan(cfg: Config, layout: MemoryLayout, facts: Sequence[tuple[Path, Fact]]) -> list[str]:
-    access, _ = AccessLog(layout.access_path).read_counts()
+    # Entity pages and the profile rank by what the files say; recall counts do not enter.
     ctx = Context(
         cfg=cfg,
         layout=layout,
         now=datetime.now(UTC),
         epoch=max(1, RunState.load(layout).epoch),
         facts=list(facts),
-        access_counts=dict(access),
     )
     written: list[str] = []
     entities = layout.entities_dir.resolve()
