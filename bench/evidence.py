@@ -81,6 +81,20 @@ def scoped(by_conversation: Mapping[str, Retriever]) -> QuestionRetriever:
     return retrieve
 
 
+def memoized(retrieve: QuestionRetriever) -> QuestionRetriever:
+    """``retrieve`` asked once per question: the same ranking serves every budget and every
+    subset of questions a run reports."""
+    answers: dict[Question, list[Unit]] = {}
+
+    def cached(question: Question) -> list[Unit]:
+        found = answers.get(question)
+        if found is None:
+            found = answers[question] = retrieve(question)
+        return found
+
+    return cached
+
+
 def _words(units: Sequence[Unit]) -> int:
     return sum(len(text.split()) for _, text in units)
 
@@ -168,17 +182,23 @@ def format_table(result: Mapping[str, Any]) -> str:
             cell = r["at_k"][str(k)]
             row += [f"{cell['recall']:.3f}", f"{cell['words']:.0f}", f"{cell['tokens']:.0f}"]
         rows.append(row)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    title = f"LoCoMo evidence recall, {result['questions']} questions (categories 1-4)"
+    return "\n".join([title, *align(rows)])
+
+
+def align(rows: Sequence[Sequence[str]], *, labels: int = 1) -> list[str]:
+    """Rows as aligned text lines, a rule under the first (the header): the first ``labels``
+    columns to the left, the figures to the right."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [
         "  ".join(
-            cell.ljust(w) if i == 0 else cell.rjust(w)
+            cell.ljust(w) if i < labels else cell.rjust(w)
             for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        )
+        ).rstrip()
         for row in rows
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    title = f"LoCoMo evidence recall, {result['questions']} questions (categories 1-4)"
-    return "\n".join([title, *lines])
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:

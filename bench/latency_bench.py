@@ -448,18 +448,20 @@ def _in_process(
     """Recall latency in this process; also how long opening the session took."""
     from engram_md.app import RecallSession
     from engram_md.core.config import load_config
+    from engram_md.recall.wire import RecallOptions
 
     cfg = load_config(None, env={}, overrides={"memory_dir": memory_dir, "state_dir": state_dir})
+    uncounted = RecallOptions(record_access=False)
     started = time.perf_counter()
     session = RecallSession(cfg)
     opened = time.perf_counter() - started
     try:
         for query in warmup:
-            session.recaller.recall(query, record_access=False)
+            session.recaller.recall(query, uncounted)
         samples, cpu = [], []
         for query in queries:
             c0, t0 = time.process_time(), time.perf_counter()
-            session.recaller.recall(query, record_access=False)
+            session.recaller.recall(query, uncounted)
             samples.append(time.perf_counter() - t0)
             cpu.append(time.process_time() - c0)
     finally:

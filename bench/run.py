@@ -53,11 +53,10 @@ def _sessions() -> dict[str, Any]:
 
 def _recall_quality() -> dict[str, Any]:
     from . import recall_bench
-    from .evidence import format_table
 
     result = recall_bench.run()
-    if "retrievers" in result:
-        print(format_table(result), flush=True)
+    if "recall" in result:
+        print(recall_bench.format_table(result), flush=True)
     return result
 
 

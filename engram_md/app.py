@@ -46,6 +46,7 @@ from .recall.server import RecallServer
 from .store.access import AccessLog
 from .store.dedup import HashIndex
 from .store.fact_store import MemoryStore
+from .store.said import SaidLog
 from .text.embeddings import Embedder, make_embedder
 from .text.signals import SignalScanner
 
@@ -352,6 +353,7 @@ def open_engine(
             speakers=speakers,
             indexer=indexer,
             structure=structure,
+            said=SaidLog(layout) if cfg.said.enabled else None,
             sleep=time.sleep,
         )
         if cfg.consolidate.every_extractions > 0:

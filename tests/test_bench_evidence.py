@@ -19,14 +19,18 @@ from bench.baselines import (
 )
 from bench.evidence import (
     Unit,
+    align,
     evaluate,
     evidence_recall,
     fill_budget,
     format_table,
+    memoized,
     scoped,
     tokens,
 )
 from bench.locomo import Question, Turn
+from bench.recall_bench import cross_check
+from bench.recall_bench import format_table as format_recall_table
 from engram_md.text.embeddings import LocalMiniLM
 
 WHEN = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -108,6 +112,92 @@ def test_scoped_searches_only_the_questions_conversation() -> None:
     assert retrieve(Question("c1", "hello", 4, ("D1:1",))) == [(("D1:1",), "c1 unit")]
     assert retrieve(Question("c2", "other", 4, ("D1:1",))) == []
     assert seen == ["hello"]
+
+
+def test_memoized_asks_once_per_question() -> None:
+    asked: list[str] = []
+
+    def retrieve(question: Question) -> list[Unit]:
+        asked.append(question.question)
+        return [(("D1:1",), question.question)]
+
+    cached = memoized(retrieve)
+    first, second = Question("c1", "one", 4, ("D1:1",)), Question("c1", "two", 4, ("D1:1",))
+    assert cached(first) == cached(first) == [(("D1:1",), "one")]
+    cached(second)
+    assert asked == ["one", "two"]
+
+
+def test_align_puts_labels_left_and_figures_right_under_a_rule() -> None:
+    lines = align([["scope", "name", "R"], ["c1", "bm25", "0.5"], ["", "x", "10.25"]], labels=2)
+    assert lines == [
+        "scope  name      R",
+        "-----  ----  -----",
+        "c1     bm25    0.5",
+        "       x     10.25",
+    ]
+
+
+def test_cross_check_tunes_on_one_conversation_and_reports_the_other() -> None:
+    scores = {
+        "a": {"c1": 0.9, "c2": 0.6},
+        "b": {"c1": 0.8, "c2": 0.7},
+        "shipped": {"c1": 0.9, "c2": 0.65},
+    }
+    one, other = cross_check(scores, ["c1", "c2"], "shipped")
+    # On c1, "a" and the default tie at 0.9: the default is kept.
+    assert (one["tuned_on"], one["chosen"], one["held_out_on"]) == ("c1", "shipped", "c2")
+    assert one["tuned"] == 0.9 and one["held_out"] == 0.65
+    assert one["best_there"] == "b" and one["gap"] == pytest.approx(0.05)
+    assert (other["chosen"], other["tuned"], other["held_out"]) == ("b", 0.7, 0.8)
+    assert other["best_there"] == "shipped" and other["gap"] == pytest.approx(0.1)
+    assert (other["default_tuned"], other["default_held_out"]) == (0.65, 0.9)
+
+
+def test_recall_table_shows_every_scope_budget_and_part() -> None:
+    questions = [Question("c1", "q", 1, ("D1:1",)), Question("c2", "q", 4, ("D1:2",))]
+    ranked = [(("D1:1",), "x" * 40)]
+    scopes = {"c1": questions[:1], "c2": questions[1:], "together": questions}
+    result = {
+        "budgets": [5, 10],
+        "recall": {
+            scope: {
+                str(b): evaluate({"fixed": lambda q: ranked}, items, budget=b, ks=())
+                for b in (5, 10)
+            }
+            for scope, items in scopes.items()
+        },
+        "cross_check": {
+            "budget": 10,
+            "default": "a",
+            "grid": {"a": {"c1": 1.0, "c2": 0.0, "together": 0.5}},
+            "directions": cross_check({"a": {"c1": 1.0, "c2": 0.0}}, ["c1", "c2"], "a"),
+        },
+        "relevance_floor": {
+            "budget": 10,
+            "under_tokens": 100,
+            "measured_on": "rendered block",
+            "directions": {"c1 -> c2": {"asked": 1, "empty": 1, "short": 1}},
+            "asked": 1,
+            "short_share": 1.0,
+            "short_content_share": 1.0,
+            "empty_share": 1.0,
+            "own_empty_share": 0.0,
+            "own_short_share": 0.0,
+        },
+        "latency_ms": {"c1": {"queries": 1, "p50": 12.5, "p95": 12.5, "index_rows": 3}},
+    }
+    table = format_recall_table(result)
+    lines = table.splitlines()
+    assert lines[1].split() == ["scope", "retriever", "R@5", "multi", "single", "tok",
+                                "R@10", "multi", "single", "tok"]  # fmt: skip
+    assert lines[3].split() == ["c1", "(questions)", "1", "1", "-"]
+    # The 10-token unit does not fit 5 tokens: c1 finds its evidence only at 10; c2 has no
+    # multi-hop question, so that cell is blank.
+    assert lines[4].split() == ["fixed", "0.000", "0.000", "-", "0", "1.000", "1.000", "-", "10"]
+    assert "a (shipped)" in table and "gap 0.000" in table
+    assert "100.0% of 1" in table and "c1 -> c2: 1/1 under 100 tokens, 1 empty" in table
+    assert "c1 p50 12.5 ms" in table and "(3 index rows)" in table
 
 
 def test_tokenize_drops_stop_words_and_keeps_content() -> None:

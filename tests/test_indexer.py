@@ -19,7 +19,8 @@ import pytest
 from engram_md.app import Engine, open_engine
 from engram_md.core.config import Config
 from engram_md.core.models import CandidateFact, Category, Fact, Source, Status
-from engram_md.index.indexer import Indexer, same_specifics, specifics
+from engram_md.index.indexer import Indexer
+from engram_md.index.similar import same_specifics, specifics
 from engram_md.ingest.pipeline import to_fact
 from engram_md.store.factfile import render_fact
 from engram_md.text.embeddings import LocalMiniLM

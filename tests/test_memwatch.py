@@ -18,8 +18,9 @@ import pytest
 from engram_md.app import Engine, open_engine
 from engram_md.core.config import Config
 from engram_md.core.models import CandidateFact, Category, Fact, Source
-from engram_md.index.indexer import Indexer, ReconcileReport
+from engram_md.index.indexer import Indexer
 from engram_md.index.memwatch import MemoryWatcher
+from engram_md.index.reconcile import ReconcileReport
 from engram_md.ingest.pipeline import to_fact
 from engram_md.store.factfile import render_fact
 from engram_md.text.embeddings import LocalMiniLM

@@ -9,16 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from engram_md.core.config import RecallConfig
-from engram_md.core.models import LifecycleState
+from engram_md.app import make_recaller, open_reader
+from engram_md.core.config import Config, RecallConfig
+from engram_md.core.models import CandidateFact, Category, LifecycleState, Source
 from engram_md.index.table import IndexRow, MemoryIndex
+from engram_md.ingest.pipeline import to_fact
 from engram_md.recall.recaller import (
     Recaller,
     ScoreParts,
     Weights,
     query_features,
 )
+from engram_md.recall.wire import RecallOptions
 from engram_md.store.access import AccessLog, Standing
+from engram_md.store.factfile import render_fact
 from engram_md.text.embeddings import LocalMiniLM
 from engram_md.text.words import estimate_tokens
 
@@ -49,15 +53,21 @@ FILLER = [
 ]
 
 
+# The relevance floor off: these tests count how memories unrelated to the query are cut.
+EVERYTHING = {"relevance_floor": -1.0}
+
+
 def test_the_budget_cuts_by_four_characters_a_token(tmp_path: Path, minilm: LocalMiniLM) -> None:
-    r = recaller(tmp_path, minilm, FILLER)
-    full = r.recall("What does Dana do?", budget_tokens=10_000, record_access=False)
+    r = recaller(tmp_path, minilm, FILLER, **EVERYTHING)
+    full = r.recall("What does Dana do?", RecallOptions(budget_tokens=10_000, record_access=False))
     assert len(full.memories) == len(FILLER)
     assert full.tokens == sum(math.ceil(len(m.content) / 4) for m in full.memories)
     assert estimate_tokens("abcde") == 2 and estimate_tokens("abcd") == 1
     # A budget that fits the first memory and little else.
     first_cost = estimate_tokens(full.memories[0].content)
-    cut = r.recall("What does Dana do?", budget_tokens=first_cost + 5, record_access=False)
+    cut = r.recall(
+        "What does Dana do?", RecallOptions(budget_tokens=first_cost + 5, record_access=False)
+    )
     assert 1 <= len(cut.memories) < len(FILLER)
     assert cut.tokens <= first_cost + 5
     assert cut.tokens == sum(estimate_tokens(m.content) for m in cut.memories)
@@ -70,11 +80,11 @@ def test_inactive_memories_are_left_out_unless_asked(
     old = row("f-old", "Dana rides the train to the office every day", status=status)
     r = recaller(tmp_path, minilm, [*FILLER, old])
     query = "How does Dana get to the office?"
-    ids = [m.id for m in r.recall(query, record_access=False).memories]
+    ids = [m.id for m in r.recall(query, RecallOptions(record_access=False)).memories]
     assert "f-old" not in ids
-    with_inactive = r.recall(query, include_inactive=True, record_access=False)
+    with_inactive = r.recall(query, RecallOptions(include_inactive=True, record_access=False))
     assert "f-old" in [m.id for m in with_inactive.memories]
-    explained = r.recall(query, explain=True, record_access=False)
+    explained = r.recall(query, RecallOptions(explain=True, record_access=False))
     reasons = {c.row.id: c.reason for c in explained.candidates}
     assert reasons["f-old"] == f"left out: status {status}"
 
@@ -89,11 +99,13 @@ def test_a_relevant_preference_goes_first(tmp_path: Path, minilm: LocalMiniLM) -
         row("p-tabs", "Dana prefers dark themes in every editor", category="preference"),
     ]
     r = recaller(tmp_path, minilm, rows)
-    result = r.recall("How should Python packages be installed with pip?", record_access=False)
+    result = r.recall(
+        "How should Python packages be installed with pip?", RecallOptions(record_access=False)
+    )
     ids = [m.id for m in result.memories]
     assert ids[0] == "p-uv"
-    # The unrelated preference is not pushed ahead of relevant facts.
-    assert ids.index("p-tabs") > ids.index("f-pip")
+    # The unrelated preference is not pushed ahead of relevant facts (nor recalled at all).
+    assert "p-tabs" not in ids[: ids.index("f-pip") + 1]
 
 
 def test_a_name_in_the_query_lifts_the_memory_that_carries_it(
@@ -106,7 +118,9 @@ def test_a_name_in_the_query_lifts_the_memory_that_carries_it(
     ]
     r = recaller(tmp_path, minilm, rows)
     for name, expected in (("Omar", "f-omar"), ("Dana", "f-dana")):
-        result = r.recall(f"What dog did {name} adopt?", explain=True, record_access=False)
+        result = r.recall(
+            f"What dog did {name} adopt?", RecallOptions(explain=True, record_access=False)
+        )
         assert result.memories[0].id == expected
         parts = {c.row.id: c.parts for c in result.candidates}
         assert parts[expected].name_match == 1.0
@@ -127,12 +141,14 @@ def test_a_date_in_the_query_lifts_memories_from_that_time(
     assert features.ranges and features.ranges[0][0].month == 5
     r = recaller(tmp_path, minilm, rows, weight_factor=0.0, recency_factor=0.0)
     for query in ("What concert did Dana go to in May 2025?", "What concert did Dana go to?"):
-        result = r.recall(query, explain=True, record_access=False)
+        result = r.recall(query, RecallOptions(explain=True, record_access=False))
         parts = {c.row.id: c.parts for c in result.candidates}
         dated = "May" in query
         assert parts["f-may"].date_match == (1.0 if dated else 0.0)
         assert parts["f-jan"].date_match == 0.0
-    result = r.recall("What concert did Dana go to in May 2025?", record_access=False)
+    result = r.recall(
+        "What concert did Dana go to in May 2025?", RecallOptions(record_access=False)
+    )
     assert result.memories[0].id == "f-may"
 
 
@@ -146,7 +162,9 @@ def test_neighbours_of_a_strong_hit_are_lifted(tmp_path: Path, minilm: LocalMini
         *[replace(f, session="s-2") for f in FILLER],
     ]
     r = recaller(tmp_path, minilm, rows)
-    result = r.recall("When did Dana paint a sunrise?", explain=True, record_access=False)
+    result = r.recall(
+        "When did Dana paint a sunrise?", RecallOptions(explain=True, record_access=False)
+    )
     parts = {c.row.id: c.parts for c in result.candidates}
     assert parts["f-next"].neighbour == pytest.approx(parts["f-hit"].relevance / 1.0, rel=0.2)
     assert parts["f-else"].neighbour == 0.0
@@ -165,8 +183,8 @@ def test_memories_that_repeat_kept_ones_are_left_out(
     tmp_path: Path, minilm: LocalMiniLM, other: IndexRow, reason: str
 ) -> None:
     fact = row("f-fact", "Dana moved to Lisbon in 2024", source_turn_ids=("t7",))
-    r = recaller(tmp_path, minilm, [fact, other, *FILLER])
-    result = r.recall("Where did Dana move?", explain=True, record_access=False)
+    r = recaller(tmp_path, minilm, [fact, other, *FILLER], **EVERYTHING)
+    result = r.recall("Where did Dana move?", RecallOptions(explain=True, record_access=False))
     ids = [m.id for m in result.memories]
     pair = {"f-fact", other.id}
     kept = [i for i in ids if i in pair]
@@ -178,14 +196,14 @@ def test_memories_that_repeat_kept_ones_are_left_out(
 
 
 def test_memories_without_source_turns_are_not_repeats(tmp_path: Path, minilm: LocalMiniLM) -> None:
-    r = recaller(tmp_path, minilm, [replace(f, source_turn_ids=()) for f in FILLER])
-    result = r.recall("Dana", budget_tokens=10_000, record_access=False)
+    r = recaller(tmp_path, minilm, [replace(f, source_turn_ids=()) for f in FILLER], **EVERYTHING)
+    result = r.recall("Dana", RecallOptions(budget_tokens=10_000, record_access=False))
     assert len(result.memories) == len(FILLER)
 
 
 def test_explain_shows_every_part(tmp_path: Path, minilm: LocalMiniLM) -> None:
     r = recaller(tmp_path, minilm, FILLER)
-    result = r.recall("What does Priya drink?", explain=True, record_access=False)
+    result = r.recall("What does Priya drink?", RecallOptions(explain=True, record_access=False))
     answer = result.answer(explain=True).to_json()
     names = {f.name for f in fields(ScoreParts)}
     assert {"cosine", "fts_rel", "name_match", "date_match", "neighbour", "relevance",
@@ -210,6 +228,7 @@ def test_json_contract(tmp_path: Path, minilm: LocalMiniLM) -> None:
     memory = answer["memories"][0]
     assert set(memory) == {
         "id", "path", "category", "memoryKind", "content", "score", "sourceTurnIds", "created",
+        "eventDate",
     }  # fmt: skip
     assert memory["id"] == "f-tea"
     assert memory["sourceTurnIds"] == ["turn-f-tea"]
@@ -226,7 +245,9 @@ def test_recall_counts_and_lifecycle_states_come_from_state(
     r = recaller(tmp_path, minilm, FILLER)
 
     def parts() -> ScoreParts:
-        result = r.recall("What does Priya drink?", explain=True, record_access=False)
+        result = r.recall(
+            "What does Priya drink?", RecallOptions(explain=True, record_access=False)
+        )
         return next(c.parts for c in result.candidates if c.row.id == "f-tea")
 
     unrated = parts()
@@ -243,3 +264,54 @@ def test_an_empty_query_recalls_nothing(tmp_path: Path, minilm: LocalMiniLM) -> 
     r = recaller(tmp_path, minilm, FILLER)
     result = r.recall("   ")
     assert result.memories == () and result.tokens == 0
+
+
+def test_a_facts_event_date_comes_back_from_recall(cfg: Config, minilm: LocalMiniLM) -> None:
+    said = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    made = to_fact(
+        CandidateFact(
+            category=Category.MOMENT,
+            content="Caroline went to an LGBTQ support group.",
+            confidence=0.95,
+            source_turn_ids=("t1",),
+            session="s1",
+            created=said,
+            source=Source.MANUAL,
+        )
+    )
+    assert made is not None
+    text = render_fact(replace(made, valid_at=datetime(2023, 5, 7, tzinfo=UTC)))
+    assert "\nvalidAt: 2023-05-07T00:00:00Z\n" in text  # the frontmatter key a person edits
+    path = cfg.layout.fact_path(made.category.value, made.created, made.content_hash[:8])
+    path.parent.mkdir(parents=True)
+    path.write_text(text, encoding="utf-8")
+    with open_reader(cfg, refresh_index=True, embedder=minilm) as parts:
+        answer = make_recaller(parts).recall(
+            "When did Caroline go to the support group?", RecallOptions(record_access=False)
+        )
+    assert [m.valid_at for m in answer.memories] == [datetime(2023, 5, 7, tzinfo=UTC)]
+    assert answer.answer().to_json()["memories"][0]["eventDate"] == "2023-05-07"
+    assert "\n[MOMENT 2023-05-08, event 2023-05-07] Caroline went" in answer.render()
+
+
+@pytest.mark.parametrize("query", ["q1", "What is the capital of Mongolia?", "kubernetes ingress"])
+def test_a_question_about_nothing_remembered_gets_an_empty_block(
+    tmp_path: Path, minilm: LocalMiniLM, query: str
+) -> None:
+    r = recaller(tmp_path, minilm, FILLER)
+    result = r.recall(query, RecallOptions(record_access=False, explain=True))
+    assert result.memories == ()
+    assert result.render() == "<memory>\n</memory>"
+    assert all("relevance floor" in c.reason for c in result.candidates if c.row.status == "active")
+
+
+def test_the_floor_keeps_what_the_question_is_about(tmp_path: Path, minilm: LocalMiniLM) -> None:
+    r = recaller(tmp_path, minilm, FILLER)
+    ids = [
+        m.id
+        for m in r.recall(
+            "How does Dana get to the office?", RecallOptions(record_access=False)
+        ).memories
+    ]
+    assert ids[0] == "f-bike"
+    assert "f-cat" not in ids and "f-tea" not in ids

@@ -17,6 +17,7 @@ from engram_md.organize.activation import Adjacency
 from engram_md.organize.boxes import Box
 from engram_md.organize.boxfile import write_box
 from engram_md.recall.recaller import Recaller, Weights
+from engram_md.recall.wire import RecallOptions
 from engram_md.store.access import AccessLog
 from engram_md.text.embeddings import LocalMiniLM
 
@@ -57,9 +58,10 @@ def test_the_graph_reaches_a_memory_the_search_missed(tmp_path: Path, minilm: Lo
     # One candidate per channel: the search alone finds only the deploy fact.
     query = "When did Dana deploy the billing service?"
     plain, _ = _recaller(tmp_path / "plain", minilm, [])
-    assert {m.id for m in plain.recall(query, record_access=False).memories} == {"f-deploy"}
+    found = plain.recall(query, RecallOptions(record_access=False)).memories
+    assert {m.id for m in found} == {"f-deploy"}
     recaller, _ = _recaller(tmp_path / "graph", minilm, EDGES)
-    result = recaller.recall(query, record_access=False, explain=True)
+    result = recaller.recall(query, RecallOptions(record_access=False, explain=True))
     ids = [m.id for m in result.memories]
     assert ids[0] == "f-deploy"
     assert {"f-rollback", "f-postmortem"} <= set(ids)
@@ -80,7 +82,8 @@ def test_edges_through_a_deleted_fact_lead_nowhere(tmp_path: Path, minilm: Local
     recaller, index = _recaller(tmp_path, minilm, EDGES)
     index.delete(["f-rollback"])  # its file was deleted; the graph still names it
     result = recaller.recall(
-        "When did Dana deploy the billing service?", record_access=False, explain=True
+        "When did Dana deploy the billing service?",
+        RecallOptions(record_access=False, explain=True),
     )
     assert "f-rollback" not in {m.id for m in result.memories}
     assert "f-postmortem" not in {m.id for m in result.memories}  # only reachable through it
@@ -91,7 +94,8 @@ def test_edges_through_a_deleted_fact_lead_nowhere(tmp_path: Path, minilm: Local
 
 def test_weak_edges_are_ignored(tmp_path: Path, minilm: LocalMiniLM) -> None:
     recaller, _ = _recaller(tmp_path, minilm, [("entity", "f-deploy", "f-guitar", 0.1)])
-    ids = {m.id for m in recaller.recall("Dana deploy billing", record_access=False).memories}
+    result = recaller.recall("Dana deploy billing", RecallOptions(record_access=False))
+    ids = {m.id for m in result.memories}
     assert "f-guitar" not in ids
 
 
@@ -138,11 +142,11 @@ def test_box_rows_follow_the_box_files_and_fill_topic_windows(
                         weights=weights)  # fmt: skip
 
     query = "what happened with the billing deploy?"
-    plain = recaller(0).recall(query, record_access=False)
+    plain = recaller(0).recall(query, RecallOptions(record_access=False))
     assert all(m.category != BOX_KIND for m in plain.memories)  # facts only by default
-    windowed = recaller(2).recall(query, record_access=False, budget_tokens=200)
+    windowed = recaller(2).recall(query, RecallOptions(record_access=False, budget_tokens=200))
     assert windowed.memories[-1].id == "box-20260302-090000-aaaa"
-    assert "[TOPIC WINDOW] 2026-03-02: The billing deploy" in windowed.render()
+    assert "[TOPIC WINDOW 2026-03-02] The billing deploy" in windowed.render()
     assert windowed.tokens <= 200
     path.unlink()
     assert sync_boxes(index, layout).removed == 1
@@ -152,7 +156,12 @@ def test_box_rows_follow_the_box_files_and_fill_topic_windows(
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory: pytest.TempPathFactory) -> Cli:
     cli = Cli(tmp_path_factory.mktemp("graph-e2e"))
-    result = cli("run", input=sample("generic.jsonl").read_bytes())
+    # Facts only: with what was said kept, recall ranks sentences by fusion, not the graph.
+    config = cli.root / "config.yaml"
+    config.write_text("said:\n  enabled: false\n")
+    result = cli(
+        "run", input=sample("generic.jsonl").read_bytes(), env={"ENGRAM_CONFIG": str(config)}
+    )
     assert result.returncode == 0, result.stderr.decode()
     return cli
 

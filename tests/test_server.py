@@ -34,7 +34,7 @@ from engram_md.recall.server import (
     find_daemon,
     loopback_host,
 )
-from engram_md.recall.wire import RecallAnswer
+from engram_md.recall.wire import DEFAULT_OPTIONS, RecallAnswer, RecallOptions
 from engram_md.store.access import AccessLog
 from engram_md.text.embeddings import LocalMiniLM, l2_normalize
 
@@ -151,7 +151,7 @@ def test_recall_through_the_server_matches_in_process_recall(
     recaller: Recaller, client: RecallClient
 ) -> None:
     for query in QUERIES:
-        direct = recaller.recall(query, record_access=False)
+        direct = recaller.recall(query, RecallOptions(record_access=False))
         remote = client.recall(query)
         assert ids(remote) == ids(direct)
         assert ids(remote)  # every query has an answer in this folder
@@ -167,7 +167,7 @@ def test_the_answer_is_the_wire_json_with_the_rendered_block(
 ) -> None:
     body = json.dumps({"query": QUERIES[2], "record_access": False}).encode()
     status, answer = raw_request(endpoint, "POST", "/recall", body, endpoint.token)
-    direct = recaller.recall(QUERIES[2], record_access=False)
+    direct = recaller.recall(QUERIES[2], RecallOptions(record_access=False))
     assert status == 200
     assert answer == {**direct.answer().to_json(), "block": direct.render()}
     assert RecallAnswer.from_json(answer).to_json() == direct.answer().to_json()
@@ -175,14 +175,14 @@ def test_the_answer_is_the_wire_json_with_the_rendered_block(
 
 def test_options_reach_the_recaller(recaller: Recaller, client: RecallClient) -> None:
     query = "Dana"
-    direct = recaller.recall(query, top_k=2, record_access=False)
-    remote = client.recall(query, top_k=2)
+    direct = recaller.recall(query, RecallOptions(top_k=2, record_access=False))
+    remote = client.recall(query, RecallOptions(top_k=2))
     assert len(ids(remote)) == 2
     assert ids(remote) == ids(direct)
     one_fact = max(len(text) for _, text in FACTS.values()) // 4 + 1
-    small = client.recall(query, budget_tokens=one_fact)
+    small = client.recall(query, RecallOptions(budget_tokens=one_fact))
     assert len(small.memories) == 1 and small.tokens <= one_fact
-    with_inactive = client.recall("did Dana use pip", include_inactive=True)
+    with_inactive = client.recall("did Dana use pip", RecallOptions(include_inactive=True))
     assert "f-old" in ids(with_inactive)
 
 
@@ -195,7 +195,7 @@ def test_recall_records_access_like_in_process_recall(
 
 
 def test_explain_returns_every_candidate_with_its_parts(client: RecallClient) -> None:
-    answer = client.recall("did Dana use pip", explain=True)
+    answer = client.recall("did Dana use pip", RecallOptions(explain=True))
     assert answer.budget == RecallConfig().budget_tokens
     assert answer.candidates is not None
     candidates = {c.id: c for c in answer.candidates}
@@ -292,10 +292,10 @@ def test_a_body_over_one_mib_gets_413_without_being_read(endpoint: Endpoint) -> 
 
 
 class FailingRecaller(Recaller):
-    def recall(self, query: str, **options: Any) -> RecallResult:
+    def recall(self, query: str, options: RecallOptions = DEFAULT_OPTIONS) -> RecallResult:
         if query == "boom":
             raise RuntimeError("the index went away")
-        return super().recall(query, **options)
+        return super().recall(query, options)
 
 
 def test_a_failing_recall_gets_500_and_the_server_keeps_serving(
@@ -335,10 +335,10 @@ class SlowRecaller(Recaller):
         super().__init__(*args)
         self.finished = threading.Event()
 
-    def recall(self, query: str, **options: Any) -> RecallResult:
+    def recall(self, query: str, options: RecallOptions = DEFAULT_OPTIONS) -> RecallResult:
         time.sleep(0.3)
         try:
-            return super().recall(query, **options)
+            return super().recall(query, options)
         finally:
             self.finished.set()
 

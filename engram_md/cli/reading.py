@@ -15,7 +15,7 @@ from ..maintain.history import fact_history, render_history
 from ..maintain.status import collect_status
 from ..organize.traces import load_traces, trace_to_json
 from ..recall.server import RecallClient, find_daemon
-from ..recall.wire import RecallAnswer
+from ..recall.wire import RecallAnswer, RecallOptions
 from .base import app, err, existing_folder, fail, out, print_json
 
 # The composition root (app) and the commands over an opened folder (consolidation, doctor,
@@ -85,10 +85,10 @@ class _Answerer:
             if endpoint is not None:
                 self._client = RecallClient(endpoint)
 
-    def ask(self, query: str, **options: Any) -> RecallAnswer:
+    def ask(self, query: str, options: RecallOptions) -> RecallAnswer:
         if self._client is not None:
             try:
-                return self._client.recall(query, **options)
+                return self._client.recall(query, options)
             except RecallServerError as exc:
                 err.print(f"engram-md: daemon recall failed ({exc}); answering in-process")
                 self._client = None
@@ -96,9 +96,8 @@ class _Answerer:
             from ..app import RecallSession  # start-up cost: see the top of this module
 
             self._session = RecallSession(self.cfg)
-        explain = bool(options.pop("explain", False))
-        result = self._session.recaller.recall(query, explain=explain, **options)
-        return result.answer(explain=explain)
+        result = self._session.recaller.recall(query, options)
+        return result.answer(explain=options.explain)
 
 
 @app.command()
@@ -128,10 +127,12 @@ def recall(
                 continue
             answer = answerer.ask(
                 text,
-                budget_tokens=budget,
-                top_k=top_k,
-                include_inactive=include_inactive or None,
-                record_access=not dry,
+                RecallOptions(
+                    budget_tokens=budget,
+                    top_k=top_k,
+                    include_inactive=include_inactive or None,
+                    record_access=not dry,
+                ),
             )
             if as_json:
                 print_json(answer.to_json())
@@ -152,7 +153,7 @@ def explain(
     """Every candidate of a recall with its score parts, and why it was kept or left out."""
     try:
         answer = _Answerer(existing_folder(), use_daemon=True).ask(
-            query, budget_tokens=budget, explain=True, record_access=False
+            query, RecallOptions(budget_tokens=budget, explain=True, record_access=False)
         )
     except EngramError as exc:
         raise fail(exc) from None

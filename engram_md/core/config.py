@@ -60,6 +60,11 @@ class SanitizeConfig(_Section):
     redact_personal_data: bool = True
 
 
+class SaidConfig(_Section):
+    # Keep the person's own words in memory/said/ and search them at recall beside the facts.
+    enabled: bool = True
+
+
 class OfflineConfig(_Section):
     min_chunk_tokens: int = Field(default=50, ge=1)
     max_chunk_tokens: int = Field(default=300, ge=10)
@@ -142,6 +147,7 @@ class Config(_Section):
     buffer: BufferConfig = BufferConfig()
     signals: SignalConfig = SignalConfig()
     sanitize: SanitizeConfig = SanitizeConfig()
+    said: SaidConfig = SaidConfig()
     offline: OfflineConfig = OfflineConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()
     dedup: DedupConfig = DedupConfig()

@@ -174,7 +174,11 @@ def add_source_turns(ids: tuple[str, ...], extra: Iterable[str]) -> tuple[str, .
 
 @dataclass(frozen=True, slots=True)
 class Fact:
-    """A memory as stored in one markdown file: frontmatter fields plus the body."""
+    """A memory as stored in one markdown file: frontmatter fields plus the body.
+
+    Recall counts and lifecycle ratings are not here: they change on every recall and live in
+    state/access.jsonl (:mod:`engram_md.store.access`).
+    """
 
     id: str
     category: Category
@@ -189,7 +193,6 @@ class Fact:
     session: str
     source_turn_ids: tuple[str, ...]
     status: Status = Status.ACTIVE
-    lifecycle_state: LifecycleState = LifecycleState.CANDIDATE
     verification_state: VerificationState = VerificationState.UNVERIFIED
     policy_class: PolicyClass = PolicyClass.DURABLE
     tags: tuple[str, ...] = ()
@@ -199,14 +202,10 @@ class Fact:
     valid_at: datetime | None = None
     confirmations: int = 0
     last_confirmed: datetime | None = None
-    access_count: int = 0
     supersedes: tuple[str, ...] = ()
     superseded_by: str | None = None
     merged_from: tuple[str, ...] = ()
     status_history: tuple[StatusChange, ...] = ()
-    heat_score: float | None = None
-    decay_score: float | None = None
-    tier: str | None = None
     content_hash: str = ""
     # Fields a person added by hand that we do not know: kept and written back untouched.
     extra: dict[str, Any] = field(default_factory=dict, compare=False)

@@ -30,7 +30,8 @@ from watchdog.observers import Observer
 
 from ..core.atomic import is_temp_file
 from ..core.errors import EngramError
-from .indexer import Indexer, ReconcileReport
+from .indexer import Indexer
+from .reconcile import ReconcileReport
 
 log = logging.getLogger(__name__)
 

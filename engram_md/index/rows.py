@@ -17,7 +17,8 @@ import pyarrow as pa
 
 # Bump when the row layout changes: an index written with another layout is rebuilt.
 # 2: no access count or lifecycle state (they live in state/access.jsonl, read at recall).
-SCHEMA_VERSION = "2"
+# 3: valid_at, the day a fact's event happened (recall shows it beside the day it was said).
+SCHEMA_VERSION = "3"
 
 
 META_MODEL = b"engram.model_id"
@@ -52,6 +53,7 @@ class IndexRow:
     confirmations: int
     file_mtime_ns: int  # with content_hash: lets reconcile spot edited files cheaply
     content_hash: str
+    valid_at: datetime | None = None  # when a fact's event happened, if known (facts only)
     vector: np.ndarray | None = None  # filled from the index's embedder when None
 
 
@@ -79,6 +81,7 @@ def row_schema(dim: int, model_id: str) -> pa.Schema:
             pa.field("confidence", pa.float64()),
             pa.field("created", stamp),
             pa.field("updated", stamp),
+            pa.field("valid_at", stamp),
             pa.field("session", pa.string()),
             pa.field("source_turn_ids", strings),
             pa.field("entities", strings),
@@ -106,7 +109,7 @@ SCALAR_COLUMNS = tuple(name for name in COLUMNS if name != "vector")
 TUPLE_COLUMNS = frozenset({"source_turn_ids", "entities", "tags"})
 
 
-TIME_COLUMNS = frozenset({"created", "updated"})
+TIME_COLUMNS = frozenset({"created", "updated", "valid_at"})
 
 
 # Filters on these compare in memory (see MemoryIndex._mask).
@@ -150,6 +153,7 @@ def rows_from_arrow(table: pa.Table, vectors: np.ndarray) -> list[IndexRow]:
                 confidence=float(cols["confidence"][i] or 0.0),
                 created=cols["created"][i],
                 updated=cols["updated"][i],
+                valid_at=cols["valid_at"][i],
                 session=cols["session"][i] or "",
                 source_turn_ids=tuple(cols["source_turn_ids"][i] or ()),
                 entities=tuple(cols["entities"][i] or ()),
@@ -172,7 +176,7 @@ def rows_to_arrow(rows: Sequence[IndexRow], vectors: np.ndarray, schema: pa.Sche
             value = getattr(row, name)
             if name in TUPLE_COLUMNS:
                 value = list(value)
-            elif name in TIME_COLUMNS:
+            elif name in TIME_COLUMNS and value is not None:
                 value = utc(value)
             columns[name].append(value)
     arrays: list[pa.Array] = [

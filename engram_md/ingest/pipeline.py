@@ -35,6 +35,7 @@ from ..extract import normalize
 from ..extract.extractor import Extractor
 from ..extract.speakers import SpeakerBook
 from ..store.fact_store import MemoryStore
+from ..store.said import SaidLog
 from ..text.hashing import content_hash
 from ..text.signals import SignalScanner
 from .buffer import Batch, SmartBuffer
@@ -55,6 +56,8 @@ class Indexer(Protocol):
     def near_duplicate(self, fact: Fact) -> tuple[Path, Fact] | None: ...
 
     def upsert_fact(self, path: Path, fact: Fact, *, new: bool) -> None: ...
+
+    def upsert_said(self, paths: Sequence[Path]) -> None: ...
 
     def batch_done(self) -> None: ...
 
@@ -103,6 +106,7 @@ class Pipeline:
         speakers: SpeakerBook,
         indexer: Indexer | None = None,
         structure: Organizer | None = None,
+        said: SaidLog | None = None,
         on_extraction: Callable[[], None] | None = None,
         sleep: Callable[[float], None] | None = None,
     ) -> None:
@@ -115,6 +119,7 @@ class Pipeline:
         self.speakers = speakers
         self.indexer = indexer
         self.structure = structure
+        self.said = said
         self.on_extraction = on_extraction
         self.buffer = SmartBuffer(cfg.buffer)
         self.stats = Stats()
@@ -241,6 +246,13 @@ class Pipeline:
         return True
 
     def _done(self, batch: Batch) -> None:
+        if self.said is not None:
+            # Before the journal lets go of the turns: a crash in between replays the batch,
+            # and the said log skips turns it lists already.
+            speakers = {t.id: self.speakers.name_for(t) for t in batch.turns}
+            changed = self.said.record(batch.turns, speakers)
+            if changed and self.indexer is not None:
+                self.indexer.upsert_said(changed)
         self.journal.mark_done(batch.turns)
         self.buffer.drop(batch)
         if self.indexer is not None:

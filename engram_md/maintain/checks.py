@@ -22,7 +22,7 @@ from ..core.lock import pid_alive
 from ..core.models import Fact, Source, Status
 from ..core.paths import MemoryLayout
 from ..index.boxindex import box_row
-from ..index.indexer import fact_row
+from ..index.factrows import fact_row
 from ..index.lance import (
     TABLE_NAME,
     UNOPENABLE_TABLE,

@@ -22,8 +22,9 @@ this order:
    reports, the compression guidelines and other facts' ``statusHistory``; the id in
    ``topics.json`` and ``consolidation.json``.
 3. The index row and the hash entry, the graph, the boxes (a box file rewritten without it,
-   an emptied one deleted together with its trace entry), the open box, the box rows; then
-   every older table version (``purge_history``).
+   an emptied one deleted together with its trace entry), the open box, the box rows; the
+   lines of its source turns in ``memory/said/`` and their sentence rows (recall would show
+   the words again otherwise); then every older table version (``purge_history``).
 4. The access counts, the derived pages.
 5. A tombstone per fact (:mod:`engram_md.maintain.tombstones`), then the fact files, then a
    ``forget`` telemetry action each.
@@ -74,16 +75,20 @@ from ..core.paths import MemoryLayout
 from ..core.telemetry import ActionLog
 from ..core.writable import check_writable, folders
 from ..index.boxindex import box_text, sync_boxes
-from ..index.indexer import FACT_KIND, Indexer
+from ..index.factrows import FACT_KIND
+from ..index.indexer import Indexer
 from ..index.opened import FolderParts
+from ..index.saidindex import SAID_KIND, sync_said
 from ..ingest.journal import compact_journal
 from ..organize.boxes import BoxBuilder
 from ..organize.boxfile import BoxEdit, boxes_listing, drop_from_boxes
 from ..organize.graph import GraphStore
 from ..organize.traces import update_traces
 from ..recall.recaller import Recaller
+from ..recall.wire import RecallOptions
 from ..store.access import AccessLog
 from ..store.fact_store import MemoryStore
+from ..store.said import SaidLog
 from ..text.embeddings import CachedEmbedder, Embedder
 from .derived import refresh_derived, refresh_topics
 from .matches import MIN_SCORE, Match, Search, match_score
@@ -176,10 +181,7 @@ def search(
     """
     result = recaller.recall(
         query,
-        top_k=limit,
-        include_inactive=True,
-        explain=True,
-        record_access=False,
+        RecallOptions(top_k=limit, include_inactive=True, explain=True, record_access=False),
     )
     scored = sorted(
         (
@@ -263,6 +265,7 @@ def _forget_targets(
     access_log.drop_ids(gone)
     derived = refresh_derived(parts.cfg, layout, targets, facts)
     derived += [layout.relative(path) for path, _ in rewritten]
+    derived += [layout.relative(path) for path in removal.said]
     crashpoint(CRASH_POINT)
     write_tombstones(layout, targets, reason=why, by=by, at=datetime.now(UTC))
     crashpoint(CRASH_POINT)
@@ -350,6 +353,7 @@ class _Removal:
     nodes: set[str]
     edits: list[BoxEdit]
     open_hits: dict[str, str]
+    said: list[Path]  # said files rewritten without the facts' source turns
 
 
 def _unindex(
@@ -379,11 +383,38 @@ def _unindex(
     update_traces(cfg.traces, layout.traces_path, edits)
     open_hits = BoxBuilder(cfg.boxes, layout.open_box_path).drop(gone, layout)
     sync_boxes(indexer.index, layout)
+    said = _unsay(parts, indexer, targets)
     # The published centroid (the offline extractor's novelty reference) is a sum of
     # every stored vector: publish it again without the forgotten ones.
     indexer.batch_done()
     indexer.index.purge_history()
-    return _Removal(rows, hashed, edges, nodes, edits, open_hits)
+    return _Removal(rows, hashed, edges, nodes, edits, open_hits, said)
+
+
+def _unsay(parts: FolderParts, indexer: Indexer, targets: Sequence[Target]) -> list[Path]:
+    """The lines of the facts' source turns leave the said files, and their sentence rows
+    the index. Every said row is synced, not only those of the files changed now: a forget
+    stopped after the files and before the index finds nothing left to take out of the
+    files when run again. Returns the said files rewritten."""
+    sources = source_turns(targets)
+    if not sources:
+        return []
+    by_session: dict[str, list[str]] = {}
+    for session, turn in sorted(sources):
+        by_session.setdefault(session, []).append(turn)
+    log = SaidLog(parts.layout)
+    changed = [
+        path for session, turns in by_session.items() for path in log.remove_turns(session, turns)
+    ]
+    # Their sentences' vectors are cached under their text, like a statement's.
+    said = [
+        row.content
+        for row in indexer.index.rows_of_kind(SAID_KIND)
+        if any((row.session, turn) in sources for turn in row.source_turn_ids)
+    ]
+    _scrub_cache(parts.embedder, said)
+    sync_said(indexer.index, parts.layout)
+    return changed
 
 
 def _drop_from_graph(

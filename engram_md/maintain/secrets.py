@@ -7,8 +7,8 @@ missed it, typed into a file by hand, pasted into IDENTITY.md. The same rules fi
 (credentials, and personal data unless ``sanitize.redact_personal_data`` is off). A finding
 names the file or row and the kinds found, never the value.
 
-Where it looks: the markdown files of ``memory/`` (facts, archive, boxes, entity pages,
-``profile.md``, ``IDENTITY.md``), the text files of ``state/`` (the journal, telemetry,
+Where it looks: the markdown files of ``memory/`` (facts, archive, boxes, entity pages, what
+was said, ``profile.md``, ``IDENTITY.md``), the text files of ``state/`` (the journal, telemetry,
 reports, open boxes, the graph…), and the index rows. The embedding cache holds hashes of
 texts and vectors, nothing readable: it is scrubbed of the texts found, not searched.
 
@@ -18,7 +18,7 @@ The repair asks each store to do its part, in this order:
    entity that held a secret dropped, written in place (a git diff of the folder shows it);
    their graph nodes and open-box entries go, to be made again from the redacted files;
 2. box files that quote a secret are written again from their (redacted) members; other
-   pages (entity pages, ``profile.md``, ``IDENTITY.md``) are redacted as text;
+   pages (entity pages, said files, ``profile.md``, ``IDENTITY.md``) are redacted as text;
 3. the journal is compacted (done turns' text leaves) with its pending turns redacted;
    telemetry, reports and the compression guidelines are redacted;
 4. the embedding cache forgets the vectors of the texts as they were;
@@ -48,6 +48,7 @@ from ..core.paths import MemoryLayout, safe_slug
 from ..core.telemetry import ActionLog
 from ..index.boxindex import box_text
 from ..index.opened import FolderParts
+from ..index.saidindex import rows_of_file
 from ..ingest.journal import compact_journal
 from ..ingest.sanitize import redact_secrets
 from ..organize.boxes import BoxBuilder
@@ -55,6 +56,7 @@ from ..organize.boxfile import BoxEdit, add_box_members, box_files, read_box
 from ..organize.graph import GraphStore
 from ..organize.traces import update_traces
 from ..store.factfile import read_fact
+from ..store.said import is_said_rel, said_files
 from ..text.embeddings import CachedEmbedder
 from ..text.hashing import content_hash
 from .derived import refresh_topics
@@ -125,6 +127,7 @@ def _memory_files(layout: MemoryLayout) -> Iterator[Path]:
     """Every markdown file of the folder we or a person may have written."""
     for root in (layout.facts_dir, layout.archive_dir, layout.boxes_dir, layout.entities_dir):
         yield from markdown_files(root, base=layout.memory_dir)
+    yield from said_files(layout)
     for page in (layout.profile_path, layout.identity_path):
         if page.is_file() and not page.is_symlink():
             yield page
@@ -255,7 +258,7 @@ def _repair_facts(parts: FolderParts, redact: Redact) -> tuple[set[str], list[st
 def _repair_pages(parts: FolderParts, redact: Redact, ids: set[str]) -> list[str]:
     """Boxes that quote a secret or list a repaired fact (``ids``: its tags are their
     topics) written again from their members; other pages redacted as text. Returns the box
-    texts as they were (for the embedding cache)."""
+    texts and said sentences as they were (for the embedding cache)."""
     layout = parts.layout
     old_texts: list[str] = []
     boxes = set(box_files(layout))
@@ -277,6 +280,8 @@ def _repair_pages(parts: FolderParts, redact: Redact, ids: set[str]) -> list[str
             continue
         text = read_text(path)
         if text is not None and _kinds(text, redact):
+            if is_said_rel(layout.relative(path)):
+                old_texts += [row.content for row in rows_of_file(layout, path) or []]
             atomic_write_text(layout.inside(path), redact(text))
     return old_texts
 

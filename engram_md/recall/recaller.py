@@ -28,14 +28,23 @@ import regex
 
 from ..core.config import GraphConfig, RecallConfig
 from ..core.models import LifecycleState
+from ..index.saidindex import SAID_KIND
 from ..index.table import IndexRow, MemoryIndex
 from ..organize.activation import Activation, Adjacency, Step, activate
 from ..store.access import ACTIVATION_BOOST, AccessLog, Standing
 from ..text.dates import parse_absolute_dates
 from ..text.embeddings import Embedder
 from ..text.words import estimate_tokens
+from .fusion import SAID, FusionWeights, SaidCandidate, fuse, said_candidates
 from .neighbors import neighbour_support
-from .wire import ExplainedCandidate, Memory, RecallAnswer, render_block
+from .wire import (
+    DEFAULT_OPTIONS,
+    ExplainedCandidate,
+    Memory,
+    RecallAnswer,
+    RecallOptions,
+    render_block,
+)
 
 # Facts only: boxes have their own short section (topic windows).
 FACTS = "kind = 'fact'"
@@ -104,6 +113,15 @@ class Weights:
     topic_windows: int = 0
     window_min_cosine: float = 0.3
     window_share: float = 0.15  # of the budget, at most
+    # A memory whose meaning is this far from the query (MiniLM cosine) is not about it,
+    # however it ranks: a question about something never discussed gets an empty block, not
+    # the whole folder. When the query names someone or something no memory mentions, it is
+    # about something this folder never heard of, and only a close match may answer it.
+    # Measured on the LoCoMo dev folders and the sample conversation (docs/ARCHITECTURE.md).
+    relevance_floor: float = 0.2
+    unknown_name_floor: float = 0.4
+    # What was said (memory/said/): its sentences and the notes in one ranking (fusion.py).
+    fusion: FusionWeights = field(default_factory=FusionWeights)
 
 
 WEIGHTS = Weights()
@@ -291,29 +309,33 @@ class Recaller:
         self.weights = weights
         self._text_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-fts")
 
-    def recall(
-        self,
-        query: str,
-        *,
-        budget_tokens: int | None = None,
-        top_k: int | None = None,
-        include_inactive: bool | None = None,
-        explain: bool = False,
-        record_access: bool = True,
-    ) -> RecallResult:
-        budget = budget_tokens if budget_tokens is not None else self.cfg.budget_tokens
-        limit = top_k if top_k is not None else self.cfg.top_k
+    def recall(self, query: str, options: RecallOptions = DEFAULT_OPTIONS) -> RecallResult:
+        cfg, explain, record_access = self.cfg, options.explain, options.record_access
+        budget = cfg.budget_tokens if options.budget_tokens is None else options.budget_tokens
+        limit = cfg.top_k if options.top_k is None else options.top_k
         inactive_ok = (
-            include_inactive if include_inactive is not None else self.cfg.include_inactive
+            cfg.include_inactive if options.include_inactive is None else options.include_inactive
         )
         query = query.strip()
         if not query:
             return RecallResult(query, (), 0, budget)
         # explain looks at inactive memories too, to say why they were left out.
         where = FACTS if (inactive_ok or explain) else ACTIVE
+        said_text = self._text_pool.submit(
+            self.index.text_search, query, self.weights.fusion.depth, where=SAID
+        )
         pool, qvec = self._candidates(query, where)
         scored = self._score(query, pool)
-        scored, paths = self._expand(query, pool, scored, qvec, inactive_ok or explain)
+        lexical = [(hit.row, hit.score) for hit in said_text.result()]
+        said_pool, lexical_ids, dense_ids = said_candidates(
+            self.index, lexical, qvec, self.weights.fusion.depth
+        )
+        if said_pool:
+            # The fact ranking before the graph votes: the graph's reach, measured, lowered
+            # the sentences' recall (docs/ARCHITECTURE.md "Recall").
+            scored, paths = self._fused(query, qvec, scored, said_pool, lexical_ids, dense_ids)
+        else:
+            scored, paths = self._expand(query, pool, scored, qvec, inactive_ok or explain)
         windows = self._windows(qvec, budget)
         reserved = sum(estimate_tokens(m.content) for m in windows)
         result = self._select(
@@ -352,7 +374,7 @@ class Recaller:
             row = hit.row
             chosen.append(
                 Memory(row.id, row.path, row.category, row.memory_kind, row.content,
-                       hit.score, row.source_turn_ids, row.created)
+                       hit.score, row.source_turn_ids, row.created, row.valid_at)
             )  # fmt: skip
         return tuple(chosen)
 
@@ -375,6 +397,47 @@ class Recaller:
                 found.bm25 = hit.score
                 found.channels.append("text")
         return list(pool.values()), qvec
+
+    def _fused(
+        self,
+        query: str,
+        qvec: np.ndarray,
+        scored: list[tuple[IndexRow, ScoreParts, list[str]]],
+        said_pool: Sequence[SaidCandidate],
+        lexical: Sequence[str],
+        dense: Sequence[str],
+    ) -> tuple[list[tuple[IndexRow, ScoreParts, list[str]]], dict[str, tuple[Step, ...]]]:
+        """Sentences of what was said and the facts' notes in one ranking (fusion.py); each
+        item keeps the parts of its own relevance, its score is the fused one."""
+        w = self.weights
+        names = query_features(query).names
+        facts = [row for row, _, _ in scored if row.status == "active"]
+        fused = fuse(self.index, said_pool, lexical, dense, facts, names, w.fusion)
+        by_fact = {row.id: (parts, channels) for row, parts, channels in scored}
+        said = {c.row.id: c for c in said_pool}
+        best_bm25 = max((c.bm25 for c in said_pool), default=0.0) or 1.0
+        pattern = _name_pattern(names)
+        out: list[tuple[IndexRow, ScoreParts, list[str]]] = []
+        for item in fused:
+            row = item.row
+            if row.id in by_fact:
+                parts, channels = by_fact[row.id]
+                out.append((row, replace(parts, score=item.score), channels))
+                continue
+            found = said.get(row.id)
+            cosine = found.cosine if found is not None else _cosine(row, qvec)
+            fts_rel = found.bm25 / best_bm25 if found is not None else 0.0
+            name = _name_match(row, names, pattern)
+            relevance = (w.cosine_share * max(0.0, cosine) + (1 - w.cosine_share) * fts_rel) * (
+                1 + w.name_lift * name
+            )
+            parts = ScoreParts(
+                cosine, fts_rel, name, 0.0, 0.0, relevance, 1.0, row.importance, 0.0, 0.0,
+                0.0, 0.0, 0.0, 0.0, item.score, item.score, 0.0, item.score,
+            )  # fmt: skip
+            channels = list(found.channels) if found is not None else ["fact vote"]
+            out.append((row, parts, channels))
+        return out, {}
 
     def _expand(
         self,
@@ -504,6 +567,10 @@ class Recaller:
     ) -> RecallResult:
         w = self.weights
         paths = paths or {}
+        names_unknown = bool(query_features(query).names) and not any(
+            p.name_match > 0 for _, p, _ in scored
+        )
+        min_cosine = w.unknown_name_floor if names_unknown else w.relevance_floor
         best = max(
             (p.relevance for r, p, _ in scored if inactive_ok or r.status == "active"),
             default=0.0,
@@ -518,12 +585,21 @@ class Recaller:
         ]
         kept: list[tuple[IndexRow, ScoreParts]] = []
         kept_vectors = np.empty((limit, self.index.dim), dtype=np.float32)
-        shown_turns: dict[str, list[int]] = {}  # source turn -> positions in kept
+        # (session, source turn) -> positions in kept: turn ids are unique within a session.
+        shown_turns: dict[tuple[str, str], list[int]] = {}
         decisions: dict[str, str] = {}
         used = 0
         for row, parts, _ in ordered:
             if not inactive_ok and row.status != "active":
                 decisions[row.id] = f"left out: status {row.status}"
+                continue
+            if parts.cosine < min_cosine and row.id not in paths:
+                # (A memory the graph reached from a strong hit is about the query through
+                # it, though its own words are not.)
+                decisions[row.id] = (
+                    f"left out: below the relevance floor ({parts.cosine:.2f} < {min_cosine:.2f}"
+                    + (", the query's names are unknown here)" if names_unknown else ")")
+                )
                 continue
             if len(kept) >= limit:
                 decisions[row.id] = "left out: top-k reached"
@@ -538,10 +614,16 @@ class Recaller:
                 closest = float(similar.max())
                 decisions[row.id] = f"left out: near-duplicate of a kept memory ({closest:.2f})"
                 continue
-            if row.source_turn_ids and all(t in shown_turns for t in row.source_turn_ids):
+            turns = [(row.session, t) for t in row.source_turn_ids]
+            if row.kind == SAID_KIND and any(t in shown_turns for t in turns):
+                # A turn is shown once, by its best sentence or a fact drawn from it: the
+                # budget goes further on other turns.
+                decisions[row.id] = "left out: its turn is shown already"
+                continue
+            if turns and all(t in shown_turns for t in turns):
                 # Told in turns already shown: a restatement if it also reads like what was
                 # kept from them (several distinct facts from one turn read differently).
-                sharing = {k for t in row.source_turn_ids for k in shown_turns[t]}
+                sharing = {k for t in turns for k in shown_turns[t]}
                 closest = max(float(similar[k]) for k in sharing)
                 if closest >= w.same_turns_cosine:
                     decisions[row.id] = (
@@ -549,7 +631,7 @@ class Recaller:
                     )
                     continue
             kept_vectors[len(kept)] = vector
-            for turn in row.source_turn_ids:
+            for turn in turns:
                 shown_turns.setdefault(turn, []).append(len(kept))
             used += cost
             kept.append((row, parts))
@@ -566,6 +648,7 @@ class Recaller:
                 parts.score,
                 row.source_turn_ids,
                 row.created,
+                row.valid_at,
             )  # fmt: skip
             for row, parts in kept
         )

@@ -39,12 +39,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from ..core.atomic import TMP_MARKER
 from ..core.errors import ConfigError, RecallServerError
 from ..core.lock import pid_alive
-from .wire import RecallAnswer
+from .wire import DEFAULT_OPTIONS, RecallAnswer, RecallOptions, read_request, request_json
 
 if TYPE_CHECKING:  # the recall stack (LanceDB, the model) loads only where it runs
     from .recaller import Recaller
@@ -86,19 +84,6 @@ class Endpoint:
 
 
 # ---------------------------------------------------------------- server
-
-
-class _RecallRequest(BaseModel):
-    # An option this daemon does not know is refused rather than dropped: the client then
-    # recalls in-process and honours it, instead of getting a silently different answer.
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    query: str
-    budget: int | None = Field(default=None, ge=1)
-    top_k: int | None = Field(default=None, ge=1)
-    include_inactive: bool | None = None
-    explain: bool = False
-    record_access: bool = True
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -143,21 +128,15 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path != "/recall":
             self._send(404, {"error": f"no such endpoint: POST {self.path}"})
             return
+        # ValueError: bad JSON, UTF-8 or fields; RecursionError: JSON nested too deep.
         try:
-            request = _RecallRequest.model_validate_json(body)
-        except ValidationError as exc:
-            self._send(400, {"error": _validation_message(exc)})
+            query, options = read_request(json.loads(body))
+        except (ValueError, RecursionError) as exc:
+            self._send(400, {"error": f"bad request: {exc}"})
             return
         try:
-            result = self.server.recaller.recall(
-                request.query,
-                budget_tokens=request.budget,
-                top_k=request.top_k,
-                include_inactive=request.include_inactive,
-                explain=request.explain,
-                record_access=request.record_access,
-            )
-            answer = result.answer(explain=request.explain)
+            result = self.server.recaller.recall(query, options)
+            answer = result.answer(explain=options.explain)
             payload = {**answer.to_json(), "block": answer.render()}
         except Exception as exc:  # one failed query must not end the daemon
             log.warning("recall request failed", exc_info=True)
@@ -216,14 +195,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         self.end_headers()
         self.wfile.write(data)
-
-
-def _validation_message(exc: ValidationError) -> str:
-    problems = []
-    for error in exc.errors(include_url=False):
-        where = ".".join(str(part) for part in error["loc"])
-        problems.append(f"{where}: {error['msg']}" if where else error["msg"])
-    return "bad request: " + "; ".join(problems)
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -461,25 +432,9 @@ class RecallClient:
         }
         self._used = False
 
-    def recall(
-        self,
-        query: str,
-        *,
-        budget_tokens: int | None = None,
-        top_k: int | None = None,
-        include_inactive: bool | None = None,
-        explain: bool = False,
-        record_access: bool = True,
-    ) -> RecallAnswer:
-        body = {
-            "query": query,
-            "budget": budget_tokens,
-            "top_k": top_k,
-            "include_inactive": include_inactive,
-            "explain": explain,
-            "record_access": record_access,
-        }
-        answer = self._request("POST", "/recall", json.dumps(body).encode())
+    def recall(self, query: str, options: RecallOptions = DEFAULT_OPTIONS) -> RecallAnswer:
+        body = json.dumps(request_json(query, options)).encode()
+        answer = self._request("POST", "/recall", body)
         try:
             return RecallAnswer.from_json(answer)
         except ValueError as exc:

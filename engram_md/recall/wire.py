@@ -1,15 +1,28 @@
-"""A recall's answer as it leaves the recaller: the daemon's HTTP answer, the client's reading
+"""A recall as it crosses a boundary: the options it was asked with, and its answer.
+
+:class:`RecallOptions` is what every recall takes beside its query, in-process and through the
+daemon alike; the daemon's request body is the query and those options::
+
+    {"query", "budget", "top_k", "include_inactive", "explain", "record_access"}
+
+A recall's answer as it leaves the recaller: the daemon's HTTP answer, the client's reading
 of it and the CLI's ``--json`` are this one shape (DESIGN.md)::
 
     {"query", "memories": [{"id", "path", "category", "memoryKind", "content", "score",
-                            "sourceTurnIds", "created"}], "tokens"}
+                            "sourceTurnIds", "created", "eventDate"}], "tokens"}
+
+``created`` is when it was said; ``eventDate`` (``YYYY-MM-DD`` or null) the day the event it
+tells of happened, when that is known. An answer without ``eventDate`` (an older daemon's)
+reads as one without an event date.
 
 An explained recall adds ``"budget"`` and ``"candidates"``: every memory looked at, with its
 score parts, why it was kept or left out, and the graph path that reached it.
 
-A memory's score is rounded to 4 places in JSON, so one read back differs from the one written
-in those digits only. Reading is strict: a missing field or one of
-the wrong type raises ValueError, which the client turns into its own error.
+A memory's score is rounded to 4 places in JSON and its event date to the day (read back as
+midnight UTC), so one read back differs from the one written in those only. Reading is
+strict: a missing field or one of the wrong type raises ValueError, which the client turns
+into its own error and the daemon into a 400; so does an option a request carries that this
+version does not know.
 """
 
 from __future__ import annotations
@@ -21,9 +34,19 @@ from typing import Any, TypeVar
 
 from ..organize.activation import Step
 
-__all__ = ["ExplainedCandidate", "Memory", "RecallAnswer", "render_block"]
+__all__ = [
+    "DEFAULT_OPTIONS",
+    "ExplainedCandidate",
+    "Memory",
+    "RecallAnswer",
+    "RecallOptions",
+    "read_request",
+    "render_block",
+    "request_json",
+]
 
 _CREATED = "%Y-%m-%dT%H:%M:%SZ"
+_DAY = "%Y-%m-%d"
 T = TypeVar("T")
 
 
@@ -41,6 +64,20 @@ def _get(data: Any, key: str, kind: type[T]) -> T:
     return value
 
 
+def _nullable(data: Any, key: str, kind: type[T]) -> T | None:
+    """``data[key]`` if it is a ``kind``; None when it is null or absent."""
+    return None if data.get(key) is None else _get(data, key, kind)
+
+
+def _flag(data: Any, key: str, default: bool) -> bool:
+    return _get(data, key, bool) if key in data else default
+
+
+def _day(text: str) -> datetime:
+    """Midnight UTC of the day ``YYYY-MM-DD``."""
+    return datetime.strptime(text, _DAY).replace(tzinfo=UTC)
+
+
 def _list(data: Any, key: str) -> list[Any]:
     return _get(data, key, list)
 
@@ -50,6 +87,56 @@ def _strings(data: Any, key: str) -> tuple[str, ...]:
     if not all(isinstance(v, str) for v in values):
         raise ValueError(f"{key!r} is not a list of strings: {values!r}")
     return tuple(values)
+
+
+@dataclass(frozen=True)
+class RecallOptions:
+    """How to recall, beside the query; ``None`` means the recall config's value."""
+
+    budget_tokens: int | None = None
+    top_k: int | None = None
+    include_inactive: bool | None = None
+    explain: bool = False  # also every candidate looked at, its score parts and fate
+    record_access: bool = True  # count the memories shown as accessed (state/access.jsonl)
+
+
+DEFAULT_OPTIONS = RecallOptions()
+
+
+def request_json(query: str, options: RecallOptions) -> dict[str, Any]:
+    """The daemon's ``POST /recall`` body asking ``query`` with ``options``."""
+    return {
+        "query": query,
+        "budget": options.budget_tokens,
+        "top_k": options.top_k,
+        "include_inactive": options.include_inactive,
+        "explain": options.explain,
+        "record_access": options.record_access,
+    }
+
+
+def read_request(data: Any) -> tuple[str, RecallOptions]:
+    """The query and options of a ``POST /recall`` body; absent options take their defaults."""
+    query = _get(data, "query", str)
+    # An option this version does not know is refused rather than dropped: a client of the
+    # daemon then recalls in-process and honours it, instead of getting a different answer.
+    unknown = sorted(set(data) - _REQUEST_KEYS)
+    if unknown:
+        raise ValueError(f"unknown option(s): {', '.join(map(repr, unknown))}")
+    options = RecallOptions(
+        budget_tokens=_nullable(data, "budget", int),
+        top_k=_nullable(data, "top_k", int),
+        include_inactive=_nullable(data, "include_inactive", bool),
+        explain=_flag(data, "explain", DEFAULT_OPTIONS.explain),
+        record_access=_flag(data, "record_access", DEFAULT_OPTIONS.record_access),
+    )
+    for key, value in (("budget", options.budget_tokens), ("top_k", options.top_k)):
+        if value is not None and value < 1:
+            raise ValueError(f"{key!r} must be at least 1, got {value}")
+    return query, options
+
+
+_REQUEST_KEYS = frozenset(request_json("", DEFAULT_OPTIONS))
 
 
 @dataclass(frozen=True)
@@ -63,7 +150,8 @@ class Memory:
     content: str
     score: float
     source_turn_ids: tuple[str, ...]
-    created: datetime
+    created: datetime  # when it was said
+    valid_at: datetime | None = None  # when the event it tells of happened, if known
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,11 +163,18 @@ class Memory:
             "score": round(self.score, 4),
             "sourceTurnIds": list(self.source_turn_ids),
             "created": self.created.strftime(_CREATED),
+            "eventDate": self.event_day,
         }
+
+    @property
+    def event_day(self) -> str | None:
+        """The day the event happened, ``YYYY-MM-DD`` (None when unknown)."""
+        return None if self.valid_at is None else self.valid_at.strftime(_DAY)
 
     @classmethod
     def from_json(cls, data: Any) -> Memory:
         created = datetime.strptime(_get(data, "created", str), _CREATED).replace(tzinfo=UTC)
+        event = _nullable(data, "eventDate", str)
         return cls(
             id=_get(data, "id", str),
             path=_get(data, "path", str),
@@ -89,6 +184,7 @@ class Memory:
             score=_get(data, "score", float),
             source_turn_ids=_strings(data, "sourceTurnIds"),
             created=created,
+            valid_at=None if event is None else _day(event),
         )
 
 
@@ -156,16 +252,19 @@ class ExplainedCandidate:
 
 
 def render_block(memories: Sequence[Memory]) -> str:
-    """Seed 004's prompt block: one ``[TYPE] content`` line per memory."""
+    """Seed 004's prompt block: one ``[TYPE day] content`` line per memory.
+
+    The day is when it was said, so an agent can tell old from new; the event's own day
+    follows when it is another (``[MOMENT 2023-05-08, event 2023-05-07] …``). Both are
+    UTC days, and nothing else is added: every character of the block is paid for.
+    """
     lines = ["<memory>"]
     for m in memories:
-        label = m.category.upper()
-        if m.memory_kind == "box":
-            lines.append(f"[TOPIC WINDOW] {m.created:%Y-%m-%d}: {m.content}")
-        elif m.memory_kind == "episode":
-            lines.append(f"[{label}] {m.created:%Y-%m-%d}: {m.content}")
-        else:
-            lines.append(f"[{label}] {m.content}")
+        label = "TOPIC WINDOW" if m.memory_kind == "box" else m.category.upper()
+        said = m.created.strftime(_DAY)
+        event = m.event_day
+        when = said if event in (None, said) else f"{said}, event {event}"
+        lines.append(f"[{label} {when}] {m.content}")
     lines.append("</memory>")
     return "\n".join(lines)
 

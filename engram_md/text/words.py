@@ -36,7 +36,7 @@ LETTER_WORD = regex.compile(r"\p{L}[\p{L}\p{N}]*")
 # ASCII on purpose: the extractor's rules (verb agreement, names, units) are English.
 SPOKEN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’+#-]*|\d+(?:[.,]\d+)?[A-Za-z%]*")
 
-# Exactly the words the write-time near-duplicate test (index.indexer.word_overlap) was tuned
+# Exactly the words the write-time near-duplicate test (index.similar.word_overlap) was tuned
 # with: widening this list moves that test's Jaccard scores. With the consolidation rules'
 # extras added here ("about", "all", "which", ...), ingesting the LoCoMo dev conversations
 # merged other facts (3 more fact files written), so those extras stay where they are used.

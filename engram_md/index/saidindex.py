@@ -1,0 +1,142 @@
+"""What was said, in the search index: one row of kind ``said`` per sentence of a said file.
+
+A sentence is the unit that fills a token budget best (a question is usually answered by one
+sentence of a turn, not the whole turn), so each line of ``memory/said/…`` becomes one row per
+sentence, ``"Speaker: sentence"``, carrying its turn's id, session and time. Rows are kept in
+step with the files the way box rows are: at every full reconcile, a file whose mtime differs
+from its rows' is read again and its rows replaced, and rows whose file is gone are removed;
+the daemon indexes the files a batch changed with that batch (``Indexer.upsert_said``).
+These functions never touch fact or box rows.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.errors import MemoryFileError
+from ..core.paths import MemoryLayout
+from ..store.said import SaidTurn, read_said, said_files
+from ..text.hashing import content_hash, short_hash
+from ..text.sentences import split_sentences
+from .table import IndexRow, MemoryIndex
+
+log = logging.getLogger(__name__)
+
+SAID_KIND = "said"
+
+
+@dataclass(frozen=True)
+class SaidSync:
+    files: int = 0  # files (re)indexed
+    rows: int = 0  # sentence rows written
+    removed: int = 0  # rows of files that changed or are gone
+    unreadable: int = 0  # files that could not be read (reported, left alone)
+
+
+def said_row_id(session: str, turn_id: str, number: int) -> str:
+    """The id of the row of sentence ``number`` (from 0) of a turn: derivable from the turn,
+    so recall can find a turn's sentences without a search."""
+    return f"said-{short_hash(chr(31).join((session, turn_id, str(number))), 16)}"
+
+
+def said_rows(
+    layout: MemoryLayout, path: Path, turns: Iterable[SaidTurn], mtime_ns: int
+) -> list[IndexRow]:
+    rel = layout.relative(path)
+    rows: list[IndexRow] = []
+    for turn in turns:
+        # A sentence said twice in one turn is one row; the numbers stay 0, 1, 2… (recall
+        # looks a turn's sentences up by them).
+        for number, sentence in enumerate(dict.fromkeys(split_sentences(turn.text))):
+            text = f"{turn.speaker}: {sentence}"
+            rows.append(
+                IndexRow(
+                    id=said_row_id(turn.session, turn.id, number),
+                    path=rel,
+                    kind=SAID_KIND,
+                    content=text,
+                    category=SAID_KIND,
+                    memory_kind=SAID_KIND,
+                    status="active",
+                    importance=0.5,
+                    confidence=1.0,
+                    created=turn.at,
+                    updated=turn.at,
+                    session=turn.session,
+                    source_turn_ids=(turn.id,),
+                    entities=(),
+                    tags=(),
+                    speaker=turn.speaker,
+                    confirmations=0,
+                    file_mtime_ns=mtime_ns,
+                    content_hash=content_hash(text),
+                )
+            )
+    # A turn listed twice (a line copied by hand) is one set of rows.
+    return list({row.id: row for row in rows}.values())
+
+
+def rows_of_file(layout: MemoryLayout, path: Path) -> list[IndexRow] | None:
+    """The rows of one said file as it is now; None if it cannot be read (reported)."""
+    try:
+        mtime = path.stat().st_mtime_ns
+        return said_rows(layout, path, read_said(path), mtime)
+    except (OSError, MemoryFileError) as exc:
+        log.warning("%s", exc)
+        return None
+
+
+def index_said_files(index: MemoryIndex, layout: MemoryLayout, paths: Iterable[Path]) -> SaidSync:
+    """Replace the rows of these said files (the daemon's own writes of a batch)."""
+    wanted = {layout.relative(p): p for p in paths}
+    stale = [row.id for row in index.rows_of_kind(SAID_KIND) if row.path in wanted]
+    return _replace(index, layout, wanted, stale)
+
+
+def sync_said(index: MemoryIndex, layout: MemoryLayout) -> SaidSync:
+    """Make the said rows match the said files: changed files re-read, gone ones removed."""
+    files: dict[str, tuple[Path, int]] = {}
+    for path in said_files(layout):
+        try:
+            files[layout.relative(path)] = (path, path.stat().st_mtime_ns)
+        except OSError:
+            continue
+    by_path: dict[str, list[IndexRow]] = {}
+    for row in index.rows_of_kind(SAID_KIND):
+        by_path.setdefault(row.path, []).append(row)
+    changed = {
+        rel: path
+        for rel, (path, mtime) in files.items()
+        if any(r.file_mtime_ns != mtime for r in by_path.get(rel, [])) or rel not in by_path
+    }
+    stale = [
+        row.id
+        for rel, rows in by_path.items()
+        if rel not in files or rel in changed
+        for row in rows
+    ]
+    return _replace(index, layout, changed, stale)
+
+
+def _replace(
+    index: MemoryIndex, layout: MemoryLayout, files: dict[str, Path], stale: list[str]
+) -> SaidSync:
+    fresh: list[IndexRow] = []
+    read = unreadable = 0
+    for path in files.values():
+        rows = rows_of_file(layout, path)
+        if rows is None:
+            unreadable += 1
+            continue
+        read += 1
+        fresh.extend(rows)
+    keep = {row.id for row in fresh}
+    gone = [row_id for row_id in stale if row_id not in keep]
+    if gone:
+        index.delete(gone)
+    if fresh:
+        index.upsert(fresh)
+    return SaidSync(read, len(fresh), len(gone), unreadable)
