@@ -28,6 +28,7 @@ One run reports:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -176,8 +177,7 @@ def grid() -> list[FusionWeights]:
     """The cross-check's settings, the shipped default included."""
     settings = [
         replace(WEIGHTS.fusion, fact_vote=vote, name_lift=lift)
-        for vote in GRID["fact_vote"]
-        for lift in GRID["name_lift"]
+        for vote, lift in itertools.product(GRID["fact_vote"], GRID["name_lift"])
     ]
     return settings if WEIGHTS.fusion in settings else [WEIGHTS.fusion, *settings]
 

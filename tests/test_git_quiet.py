@@ -56,11 +56,12 @@ def run(
     return done
 
 
-def recall_then_consolidate(cli: Cli, day: str) -> None:
+def recall_then_consolidate(cli: Cli, day: str, *, all_answered: bool = True) -> None:
     asked = "".join(f"{q}\n" for q in QUERIES).encode()
     answers = run(cli, day, "recall", "-", "--json", input=asked).stdout.splitlines()
     assert len(answers) == len(QUERIES)
-    assert all(json.loads(answer)["memories"] for answer in answers)
+    answered = [bool(json.loads(answer)["memories"]) for answer in answers]
+    assert all(answered) if all_answered else any(answered)
     run(cli, day, "consolidate")
 
 
@@ -148,9 +149,10 @@ def test_an_older_folder_migrates_in_one_run_then_stays_quiet(cli: Cli) -> None:
     assert _counts(cli) == counts  # moved to state/, not lost
     commit(cli.memory, "counters moved to state/")
 
-    recall_then_consolidate(cli, day)
+    # (The older folder holds none of the sample's memories: only some questions are about it.)
+    recall_then_consolidate(cli, day, all_answered=False)
     assert git(cli.memory, "status", "--porcelain") == ""
-    recall_then_consolidate(cli, day)
+    recall_then_consolidate(cli, day, all_answered=False)
     assert git(cli.memory, "status", "--porcelain") == ""
     grown = _counts(cli)
     assert sum(grown.values()) > sum(counts.values())  # recalls are still counted

@@ -14,11 +14,11 @@ from engram_md.core.config import Config, RecallConfig
 from engram_md.core.models import CandidateFact, Category, LifecycleState, Source
 from engram_md.index.table import IndexRow, MemoryIndex
 from engram_md.ingest.pipeline import to_fact
+from engram_md.recall.query import query_features
 from engram_md.recall.recaller import (
     Recaller,
     ScoreParts,
     Weights,
-    query_features,
 )
 from engram_md.recall.wire import RecallOptions
 from engram_md.store.access import AccessLog, Standing

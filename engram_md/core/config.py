@@ -90,7 +90,8 @@ class DedupConfig(_Section):
 
 class RecallConfig(_Section):
     budget_tokens: int = Field(default=1000, ge=1)
-    top_k: int = Field(default=50, ge=1)
+    # Sentences of what was said are ~20 tokens: 100 of them fill the default budget.
+    top_k: int = Field(default=100, ge=1)
     include_inactive: bool = False
     host: str = "127.0.0.1"
     port: int = Field(default=0, ge=0, le=65535)  # 0: pick a free port, advertised in state/

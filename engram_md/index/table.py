@@ -350,39 +350,52 @@ class MemoryIndex:
         filter mask (twice as fast as LanceDB's prefilter); only when that leaves fewer than
         ``k`` of a full answer is the query asked again with the filter inside LanceDB.
         """
+        return self.text_search_each(query, k, [where], complete=True)[0]
+
+    def text_search_each(
+        self, query: str, k: int, wheres: Sequence[str | None], *, complete: bool = False
+    ) -> list[list[Hit]]:
+        """:meth:`text_search` for several filters at once, from one full-text query: recall
+        asks for facts and for sentences of what was said with the same words. Without
+        ``complete``, a filter short of ``k`` among the query's best matches keeps what it
+        has (the rest would be weaker matches) instead of asking LanceDB again."""
         if k <= 0 or not query.strip():
-            return []
+            return [[] for _ in wheres]
         with self._lock:
             self._commit_held()  # LanceDB answers this one: it must hold every row
             self._current()  # notice other writers before asking LanceDB
-        limit = k * _FTS_OVERFETCH if where else k
+        filtered = any(wheres)
+        limit = k * _FTS_OVERFETCH * len(wheres) if filtered else k
         ids, scores = self._fts(query, limit, None)
-        with self._lock:
-            resident = self._current()
-            if any(row_id not in resident.pos for row_id in ids):
-                # Another process wrote between our freshness check and the query.
-                self._resident = None
-                resident = self._current()
-            allowed = self._mask(resident, where) if where else None
-            keep = [
-                (resident.pos[i], s)
-                for i, s in zip(ids, scores, strict=True)
-                if i in resident.pos and (allowed is None or allowed[resident.pos[i]])
-            ][:k]
-            if where and len(keep) < k and len(ids) == limit:
-                keep = []
-        if where and not keep and len(ids) == limit:
-            ids, scores = self._fts(query, k, where)
+        out: list[list[Hit]] = []
+        for where in wheres:
             with self._lock:
                 resident = self._current()
+                if any(row_id not in resident.pos for row_id in ids):
+                    # Another process wrote between our freshness check and the query.
+                    self._resident = None
+                    resident = self._current()
+                allowed = self._mask(resident, where) if where else None
                 keep = [
                     (resident.pos[i], s)
                     for i, s in zip(ids, scores, strict=True)
-                    if i in resident.pos
-                ]
-        with self._lock:
-            rows = self._current().rows([p for p, _ in keep])
-        return [Hit(row, float(s)) for row, (_, s) in zip(rows, keep, strict=True)]
+                    if i in resident.pos and (allowed is None or allowed[resident.pos[i]])
+                ][:k]
+                if complete and where and len(keep) < k and len(ids) == limit:
+                    keep = []
+            if where and not keep and len(ids) == limit:
+                again, again_scores = self._fts(query, k, where)
+                with self._lock:
+                    resident = self._current()
+                    keep = [
+                        (resident.pos[i], s)
+                        for i, s in zip(again, again_scores, strict=True)
+                        if i in resident.pos
+                    ]
+            with self._lock:
+                rows = self._current().rows([p for p, _ in keep])
+            out.append([Hit(row, float(s)) for row, (_, s) in zip(rows, keep, strict=True)])
+        return out
 
     def _fts(self, query: str, limit: int, where: str | None) -> tuple[list[str], list[float]]:
         with _mapped("text search"):

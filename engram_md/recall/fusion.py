@@ -19,7 +19,7 @@ offline extractor, tuned on one and reported on the other (docs/ARCHITECTURE.md 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +31,8 @@ SAID = f"kind = '{SAID_KIND}'"
 # A turn's sentences are looked up by id; a turn longer than this many sentences gets its
 # fact's vote on the first ones only.
 SENTENCES_LOOKED_UP = 24
+# Far more than any budget takes (a sentence is ~20 tokens); the rest is not worth scoring.
+FUSED_KEPT = 400
 
 
 @dataclass(frozen=True)
@@ -104,15 +106,8 @@ def fuse(
             rows[fact.id] = fact
             scores[fact.id] = scores.get(fact.id, 0.0) + w.note_weight / (k + rank)
     if w.fact_vote and turn_rank:
-        wanted = [
-            said_row_id(session, turn, n)
-            for session, turn in turn_rank
-            for n in range(SENTENCES_LOOKED_UP)
-        ]
-        for row in index.get(wanted).values():
-            voted = turn_rank.get((row.session, row.source_turn_ids[0]))
-            if voted is None:
-                continue
+        for row in _sentences_of(index, turn_rank):
+            voted = turn_rank[(row.session, row.source_turn_ids[0])]
             rows[row.id] = row
             scores[row.id] = scores.get(row.id, 0.0) + w.fact_vote / (k + voted)
     if names and w.name_lift:
@@ -120,5 +115,21 @@ def fuse(
         for row_id, row in rows.items():
             if row.kind == SAID_KIND and row.speaker.casefold() in named:
                 scores[row_id] *= 1.0 + w.name_lift
-    order = sorted(scores, key=lambda row_id: (-scores[row_id], row_id))
+    order = sorted(scores, key=lambda row_id: (-scores[row_id], row_id))[:FUSED_KEPT]
     return [FusedItem(rows[row_id], scores[row_id]) for row_id in order]
+
+
+def _sentences_of(index: MemoryIndex, turns: Iterable[tuple[str, str]]) -> list[IndexRow]:
+    """The said rows of these (session, turn) pairs. Sentence ids are derived from the turn
+    and numbered from 0, so the lookup asks for sentence n only of the turns that had n - 1:
+    a few id lookups per turn instead of a search."""
+    found: list[IndexRow] = []
+    pending = list(turns)
+    for number in range(SENTENCES_LOOKED_UP):
+        if not pending:
+            break
+        wanted = {said_row_id(session, turn, number): (session, turn) for session, turn in pending}
+        rows = index.get(list(wanted))
+        found.extend(rows.values())
+        pending = [wanted[row_id] for row_id in rows]
+    return found

@@ -1,0 +1,111 @@
+"""What recall reads from a query: the names it mentions and the dates it names.
+
+Names lift memories that carry them (as speaker, entity or word) and tell recall when a query
+is about something the folder never mentions; dates lift memories from the range named.
+"""
+
+from __future__ import annotations
+
+import calendar
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+import regex
+
+from ..index.table import IndexRow
+from ..text.dates import parse_absolute_dates
+
+_NAME = regex.compile(r"\b\p{Lu}[\p{L}'’-]+\b")
+_QUESTION_WORDS = frozenset(
+    "what when where who whom whose which why how did does do is are was were has have had "
+    "can could would should will the a an in on at of i my we our you your it this that "
+    "tell list name describe".split()
+)
+_MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+_MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
+_MONTH_YEAR = regex.compile(
+    r"\b(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?,?\s+(\d{4})\b",
+    regex.IGNORECASE,
+)
+_YEAR = regex.compile(r"\b(19\d\d|20\d\d)\b")
+
+
+@dataclass(frozen=True)
+class QueryFeatures:
+    names: tuple[str, ...]  # lowercased proper names in the query
+    spellings: tuple[str, ...]  # the same names as the query writes them (capitalized)
+    ranges: tuple[tuple[date, date], ...]  # date ranges the query names
+
+
+def query_features(query: str) -> QueryFeatures:
+    names: list[str] = []
+    spellings: list[str] = []
+    for match in _NAME.finditer(query):
+        word = match.group(0).strip("'’-")
+        lower = word.casefold()
+        if lower in _QUESTION_WORDS or lower in _MONTHS:
+            continue
+        names.append(lower.removesuffix("'s").removesuffix("’s"))
+        spellings.append(word.removesuffix("'s").removesuffix("’s"))
+    ranges: list[tuple[date, date]] = []
+    for day in parse_absolute_dates(query):
+        ranges.append((day, day))
+    for match in _MONTH_YEAR.finditer(query):
+        month = _MONTHS[match.group(1).casefold()]
+        year = int(match.group(2))
+        last = calendar.monthrange(year, month)[1]
+        ranges.append((date(year, month, 1), date(year, month, last)))
+    if not ranges:
+        for match in _YEAR.finditer(query):
+            year = int(match.group(1))
+            ranges.append((date(year, 1, 1), date(year, 12, 31)))
+    return QueryFeatures(
+        tuple(dict.fromkeys(names)), tuple(dict.fromkeys(spellings)), tuple(ranges)
+    )
+
+
+def name_pattern(names: Sequence[str]) -> regex.Pattern[str] | None:
+    """One pattern for all of the query's names, compiled once per query."""
+    if not names:
+        return None
+    alternatives = "|".join(regex.escape(n) for n in sorted(names, key=len, reverse=True))
+    return regex.compile(rf"\b(?:{alternatives})\b")
+
+
+def name_match(row: IndexRow, names: Sequence[str], pattern: regex.Pattern[str] | None) -> float:
+    """Share of the query's names the memory carries: as speaker, entity or in its words."""
+    if not names or pattern is None:
+        return 0.0
+    carried = {e.split("-", 1)[-1] for e in row.entities} | {row.speaker.casefold()}
+    found = set(pattern.findall(row.content.casefold()))
+    return sum(1 for n in names if n in carried or n in found) / len(names)
+
+
+def date_match(row: IndexRow, ranges: Sequence[tuple[date, date]]) -> float:
+    if not ranges:
+        return 0.0
+    created = row.created.date()
+    for start, end in ranges:
+        # An event is usually told within days of happening: allow a week of slack.
+        if start - timedelta(days=1) <= created <= end + timedelta(days=7):
+            return 1.0
+        if any(start <= d <= end for d in parse_absolute_dates(row.content)):
+            return 1.0
+    return 0.0
+
+
+def names_known(rows: Iterable[IndexRow], features: QueryFeatures) -> bool:
+    """Whether any of ``rows`` mentions one of the query's names: as speaker, as entity, or
+    written as a name (capitalized) in its words. The case matters here, unlike in
+    :func:`name_match`: "Door Dash" is not known from "the door"."""
+    if not features.names:
+        return True
+    alternatives = "|".join(regex.escape(n) for n in features.spellings)
+    written = regex.compile(rf"\b(?:{alternatives})\b")
+    wanted = set(features.names)
+    for row in rows:
+        carried = {e.split("-", 1)[-1] for e in row.entities} | {row.speaker.casefold()}
+        if wanted & carried or written.search(row.content):
+            return True
+    return False
