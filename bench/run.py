@@ -19,7 +19,15 @@ from typing import Any
 
 from . import locomo
 
-PARTS = ("signals", "secrets", "pipeline", "sessions", "recall_quality", "latency")
+PARTS = (
+    "signals",
+    "secrets",
+    "pipeline",
+    "sessions",
+    "recall_quality",
+    "recall_chat_style",
+    "latency",
+)
 
 
 def _signals() -> dict[str, Any]:
@@ -60,6 +68,14 @@ def _recall_quality() -> dict[str, Any]:
     return result
 
 
+def _recall_chat_style() -> dict[str, Any]:
+    from . import chat_style
+
+    result = chat_style.run()
+    print(chat_style.format_result(result), flush=True)
+    return result
+
+
 def _latency() -> dict[str, Any]:
     from . import latency_bench
 
@@ -72,6 +88,7 @@ RUNNERS = {
     "pipeline": _pipeline,
     "sessions": _sessions,
     "recall_quality": _recall_quality,
+    "recall_chat_style": _recall_chat_style,
     "latency": _latency,
 }
 

@@ -15,11 +15,8 @@ from engram_md.core.models import CandidateFact, Category, LifecycleState, Sourc
 from engram_md.index.table import IndexRow, MemoryIndex
 from engram_md.ingest.pipeline import to_fact
 from engram_md.recall.query import query_features
-from engram_md.recall.recaller import (
-    Recaller,
-    ScoreParts,
-    Weights,
-)
+from engram_md.recall.recaller import Recaller, Weights
+from engram_md.recall.result import ScoreParts
 from engram_md.recall.wire import RecallOptions
 from engram_md.store.access import AccessLog, Standing
 from engram_md.store.factfile import render_fact

@@ -25,7 +25,8 @@ import pytest
 from engram_md.core.config import RecallConfig
 from engram_md.core.errors import ConfigError, RecallServerError
 from engram_md.index.table import IndexRow, MemoryIndex
-from engram_md.recall.recaller import Recaller, RecallResult
+from engram_md.recall.recaller import Recaller
+from engram_md.recall.result import RecallResult
 from engram_md.recall.server import (
     MAX_BODY_BYTES,
     Endpoint,
