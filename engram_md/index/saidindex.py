@@ -92,7 +92,7 @@ def rows_of_file(layout: MemoryLayout, path: Path) -> list[IndexRow] | None:
 def index_said_files(index: MemoryIndex, layout: MemoryLayout, paths: Iterable[Path]) -> SaidSync:
     """Replace the rows of these said files (the daemon's own writes of a batch)."""
     wanted = {layout.relative(p): p for p in paths}
-    stale = [row.id for row in index.rows_of_kind(SAID_KIND) if row.path in wanted]
+    stale = index.columns_of_kind(SAID_KIND, ["id"], paths=list(wanted))["id"]
     return _replace(index, layout, wanted, stale)
 
 
@@ -104,19 +104,24 @@ def sync_said(index: MemoryIndex, layout: MemoryLayout) -> SaidSync:
             files[layout.relative(path)] = (path, path.stat().st_mtime_ns)
         except OSError:
             continue
-    by_path: dict[str, list[IndexRow]] = {}
-    for row in index.rows_of_kind(SAID_KIND):
-        by_path.setdefault(row.path, []).append(row)
+    stored = index.columns_of_kind(SAID_KIND, ["id", "path", "file_mtime_ns"])
+    ids_at: dict[str, list[str]] = {}
+    mtimes_at: dict[str, set[int]] = {}
+    for row_id, rel, mtime in zip(
+        stored["id"], stored["path"], stored["file_mtime_ns"], strict=True
+    ):
+        ids_at.setdefault(rel, []).append(row_id)
+        mtimes_at.setdefault(rel, set()).add(mtime)
     changed = {
         rel: path
         for rel, (path, mtime) in files.items()
-        if any(r.file_mtime_ns != mtime for r in by_path.get(rel, [])) or rel not in by_path
+        if mtimes_at.get(rel) != {mtime}  # new, edited, or rows of two versions
     }
     stale = [
-        row.id
-        for rel, rows in by_path.items()
+        row_id
+        for rel, row_ids in ids_at.items()
         if rel not in files or rel in changed
-        for row in rows
+        for row_id in row_ids
     ]
     return _replace(index, layout, changed, stale)
 

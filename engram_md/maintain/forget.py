@@ -407,10 +407,13 @@ def _unsay(parts: FolderParts, indexer: Indexer, targets: Sequence[Target]) -> l
         path for session, turns in by_session.items() for path in log.remove_turns(session, turns)
     ]
     # Their sentences' vectors are cached under their text, like a statement's.
+    stored = indexer.index.columns_of_kind(SAID_KIND, ["content", "session", "source_turn_ids"])
     said = [
-        row.content
-        for row in indexer.index.rows_of_kind(SAID_KIND)
-        if any((row.session, turn) in sources for turn in row.source_turn_ids)
+        content
+        for content, session, turns in zip(
+            stored["content"], stored["session"], stored["source_turn_ids"], strict=True
+        )
+        if any((session, turn) in sources for turn in turns)
     ]
     _scrub_cache(parts.embedder, said)
     sync_said(indexer.index, parts.layout)
