@@ -25,6 +25,7 @@ from engram_md.core.paths import MemoryLayout
 from engram_md.index.saidindex import (
     SAID_KIND,
     SaidSync,
+    index_said_files,
     said_row_id,
     said_rows,
     sync_said,
@@ -302,7 +303,8 @@ def test_sync_said_follows_new_edited_and_deleted_files(
     text = munich.read_text("utf-8").replace("It rains a lot.", "The summers are hot.")
     munich.write_text(text, encoding="utf-8")
     os.utime(munich, ns=(1, 1))  # an mtime no row holds, however coarse the clock
-    assert sync_said(index, layout) == SaidSync(files=1, rows=2, removed=0)
+    # Only the sentence that changed is written again.
+    assert sync_said(index, layout) == SaidSync(files=1, rows=1, removed=0)
     assert _said(index)[said_row_id("conv-abc", "t1", 1)] == "Lee: The summers are hot."
     munich.write_text(text.replace(" The summers are hot.", ""), encoding="utf-8")
     os.utime(munich, ns=(2, 2))
@@ -462,3 +464,22 @@ def test_doctor_secrets_finds_and_redacts_a_secret_typed_into_a_said_file(
     index = MemoryIndex.open(ingested.state / "index", minilm)
     [row] = _said_rows_of(index, "t9")
     assert row.content.endswith("the deploy key is [REDACTED:aws_access_key]")
+
+
+def test_a_batch_writes_only_the_sentences_it_added(
+    layout: MemoryLayout, index: MemoryIndex
+) -> None:
+    log = SaidLog(layout)
+    [path] = log.record([turn("t1", "We moved to Munich. It rains a lot.")], {"t1": "Lee"})
+    assert index_said_files(index, layout, [path]) == SaidSync(files=1, rows=2)
+    [same] = log.record([turn("t2", "The flat is small.")], {"t2": "Lee"})
+    assert same == path
+    # The day's file grew by one turn: one row written, the two before left alone (a rewrite
+    # of every row at every batch left a dead copy of each in the index).
+    assert index_said_files(index, layout, [path]) == SaidSync(files=1, rows=1)
+    assert sorted(_said(index).values()) == [
+        "Lee: It rains a lot.",
+        "Lee: The flat is small.",
+        "Lee: We moved to Munich.",
+    ]
+    assert sync_said(index, layout) == SaidSync()  # the newest row holds the file's mtime

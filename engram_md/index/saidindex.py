@@ -90,46 +90,56 @@ def rows_of_file(layout: MemoryLayout, path: Path) -> list[IndexRow] | None:
 
 
 def index_said_files(index: MemoryIndex, layout: MemoryLayout, paths: Iterable[Path]) -> SaidSync:
-    """Replace the rows of these said files (the daemon's own writes of a batch)."""
+    """Bring the rows of these said files up to date (the daemon's own writes of a batch)."""
     wanted = {layout.relative(p): p for p in paths}
-    stale = index.columns_of_kind(SAID_KIND, ["id"], paths=list(wanted))["id"]
-    return _replace(index, layout, wanted, stale)
+    stored = index.columns_of_kind(SAID_KIND, ["id", "content_hash"], paths=list(wanted))
+    return _update(
+        index, layout, wanted, dict(zip(stored["id"], stored["content_hash"], strict=True))
+    )
 
 
 def sync_said(index: MemoryIndex, layout: MemoryLayout) -> SaidSync:
-    """Make the said rows match the said files: changed files re-read, gone ones removed."""
+    """Make the said rows match the said files: files whose mtime is not their newest row's are
+    read again, rows of files that are gone are removed."""
     files: dict[str, tuple[Path, int]] = {}
     for path in said_files(layout):
         try:
             files[layout.relative(path)] = (path, path.stat().st_mtime_ns)
         except OSError:
             continue
-    stored = index.columns_of_kind(SAID_KIND, ["id", "path", "file_mtime_ns"])
-    ids_at: dict[str, list[str]] = {}
-    mtimes_at: dict[str, set[int]] = {}
-    for row_id, rel, mtime in zip(
-        stored["id"], stored["path"], stored["file_mtime_ns"], strict=True
+    stored = index.columns_of_kind(SAID_KIND, ["id", "path", "file_mtime_ns", "content_hash"])
+    newest: dict[str, int] = {}
+    hashes_at: dict[str, dict[str, str]] = {}
+    for row_id, rel, mtime, digest in zip(
+        stored["id"], stored["path"], stored["file_mtime_ns"], stored["content_hash"], strict=True
     ):
-        ids_at.setdefault(rel, []).append(row_id)
-        mtimes_at.setdefault(rel, set()).add(mtime)
-    changed = {
-        rel: path
-        for rel, (path, mtime) in files.items()
-        if mtimes_at.get(rel) != {mtime}  # new, edited, or rows of two versions
-    }
-    stale = [
-        row_id
-        for rel, row_ids in ids_at.items()
+        newest[rel] = max(mtime, newest.get(rel, mtime))
+        hashes_at.setdefault(rel, {})[row_id] = digest
+    # The newest row of an unchanged file holds its mtime; any other mtime (a later edit, or an
+    # older one that a checkout or a copy put back) means: read it again.
+    changed = {rel: path for rel, (path, mtime) in files.items() if newest.get(rel) != mtime}
+    known = {
+        row_id: digest
+        for rel, hashes in hashes_at.items()
         if rel not in files or rel in changed
-        for row_id in row_ids
-    ]
-    return _replace(index, layout, changed, stale)
+        for row_id, digest in hashes.items()
+    }
+    return _update(index, layout, changed, known)
 
 
-def _replace(
-    index: MemoryIndex, layout: MemoryLayout, files: dict[str, Path], stale: list[str]
+def _update(
+    index: MemoryIndex, layout: MemoryLayout, files: dict[str, Path], known: dict[str, str]
 ) -> SaidSync:
+    """Write the rows of ``files`` that are new or whose sentence changed, and delete the rows
+    in ``known`` (id -> content hash) that the files no longer hold.
+
+    A turn appended to a file leaves its other rows alone: rewriting every row of a day's file
+    at every batch left the index a dead copy of each (measured in the soak). A file's newest
+    row carries its mtime; a file re-read with nothing to write (lines deleted by hand only)
+    stamps one of its rows with the new mtime, so it is not read again.
+    """
     fresh: list[IndexRow] = []
+    present: set[str] = set()
     read = unreadable = 0
     for path in files.values():
         rows = rows_of_file(layout, path)
@@ -137,9 +147,12 @@ def _replace(
             unreadable += 1
             continue
         read += 1
-        fresh.extend(rows)
-    keep = {row.id for row in fresh}
-    gone = [row_id for row_id in stale if row_id not in keep]
+        written = [row for row in rows if known.get(row.id) != row.content_hash]
+        present.update(row.id for row in rows)
+        if rows and not written:
+            written = [rows[-1]]  # the stamp: same sentence, the file's new mtime
+        fresh.extend(written)
+    gone = [row_id for row_id in known if row_id not in present]
     if gone:
         index.delete(gone)
     if fresh:
