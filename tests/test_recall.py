@@ -12,6 +12,7 @@ import pytest
 from engram_md.app import make_recaller, open_reader
 from engram_md.core.config import Config, RecallConfig
 from engram_md.core.models import CandidateFact, Category, LifecycleState, Source
+from engram_md.index.saidindex import said_row_id
 from engram_md.index.table import IndexRow, MemoryIndex
 from engram_md.ingest.pipeline import to_fact
 from engram_md.recall.query import query_features
@@ -312,3 +313,42 @@ def test_the_floor_keeps_what_the_question_is_about(tmp_path: Path, minilm: Loca
     ]
     assert ids[0] == "f-bike"
     assert "f-cat" not in ids and "f-tea" not in ids
+
+
+def said(turn: str, content: str, n: int = 0) -> IndexRow:
+    """A sentence of what was said, as the said index writes it."""
+    return row(
+        said_row_id("s-1", turn, n),
+        content,
+        kind="said",
+        category="said",
+        memory_kind="said",
+        path="said/2026-03-02/s-1.md",
+        source_turn_ids=(turn,),
+        speaker="Lee",
+    )
+
+
+def test_what_was_said_is_recalled_beside_the_facts_and_outdated_words_are_not(
+    tmp_path: Path, minilm: LocalMiniLM
+) -> None:
+    rows = [
+        said("t1", "Lee: I live in Berlin with my partner."),
+        said("t2", "Lee: We moved to Munich last month."),
+        said("t3", "Lee: The office cat sleeps all day."),
+        row("f-berlin", "Lee lives in Berlin.", status="superseded", source_turn_ids=("t1",)),
+        row("f-munich", "Lee lives in Munich.", source_turn_ids=("t2",)),
+    ]
+    r = recaller(tmp_path, minilm, rows)
+    asked = RecallOptions(record_access=False, explain=True)
+    result = r.recall("Where does Lee live?", asked)
+    contents = [m.content for m in result.memories]
+    assert contents[0] == "Lee: We moved to Munich last month."  # the words, not the rewrite
+    assert "Lee lives in Munich." not in contents  # its turn is shown already
+    assert not any("Berlin" in c for c in contents)  # no longer true: not recalled
+    reasons = {c.row.id: c.reason for c in result.candidates}
+    assert reasons[said_row_id("s-1", "t1", 0)] == (
+        "left out: a memory drawn from its turn is no longer true"
+    )
+    everything = r.recall("Where does Lee live?", RecallOptions(include_inactive=True))
+    assert any("Berlin" in m.content for m in everything.memories)

@@ -333,6 +333,17 @@ class MemoryIndex:
             chosen = columns.select(list(names)).filter(pa.array(mask))
         return {name: chosen.column(name).to_pylist() for name in names}
 
+    def columns_where(self, where: str, names: Sequence[str]) -> dict[str, list[Any]]:
+        """Some columns of the live rows matching ``where``, as lists. The filter's mask is
+        cached and grows with the table, so asking on every recall costs the matches only."""
+        with self._lock:
+            resident = self._current()
+            mask = self._mask(resident, where)
+            chosen = (
+                resident.columns.slice(0, resident.n).select(list(names)).filter(pa.array(mask))
+            )
+        return {name: chosen.column(name).to_pylist() for name in names}
+
     def paths(self, ids: Sequence[str]) -> dict[str, str]:
         """id -> path relative to the memory folder, for the ids the index holds."""
         return {row_id: row.path for row_id, row in self.get(ids).items()}

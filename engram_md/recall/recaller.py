@@ -46,6 +46,10 @@ from .wire import (
 FACTS = "kind = 'fact'"
 ACTIVE = "status = 'active' AND kind = 'fact'"
 ACTIVE_BOXES = "status = 'active' AND kind = 'box'"
+# Facts that are no longer true: the words they were drawn from are not recalled either.
+NO_LONGER_TRUE = tuple(
+    f"status = '{status}' AND kind = 'fact'" for status in ("superseded", "invalidated")
+)
 # Categories that tell the agent how to behave: shown first when relevant.
 PROCEDURAL = frozenset({"preference", "principle", "skill"})
 UNRATED = Standing()  # a memory no consolidation has rated yet: a candidate, never recalled
@@ -398,6 +402,20 @@ class Recaller:
         out.sort(key=lambda item: (-item[1].score, item[0].id))
         return out
 
+    def _outdated_turns(
+        self, scored: Sequence[tuple[IndexRow, ScoreParts, list[str]]]
+    ) -> set[tuple[str, str]]:
+        """The (session, turn) pairs a superseded or invalidated fact was drawn from, when
+        sentences of what was said are among the candidates."""
+        if not any(row.kind == SAID_KIND for row, _, _ in scored):
+            return set()
+        out: set[tuple[str, str]] = set()
+        for where in NO_LONGER_TRUE:
+            found = self.index.columns_where(where, ["session", "source_turn_ids"])
+            for session, turns in zip(found["session"], found["source_turn_ids"], strict=True):
+                out.update((session, turn) for turn in turns)
+        return out
+
     def _select(
         self,
         query: str,
@@ -413,6 +431,7 @@ class Recaller:
         paths = paths or {}
         names_unknown = not names_known((row for row, _, _ in scored), query_features(query))
         min_cosine = w.unknown_name_floor if names_unknown else w.relevance_floor
+        outdated = set() if inactive_ok else self._outdated_turns(scored)
         best = max(
             (p.relevance for r, p, _ in scored if inactive_ok or r.status == "active"),
             default=0.0,
@@ -461,6 +480,12 @@ class Recaller:
                 # "Dana: Yes.", "ok thanks": the speaker's name matches a question about
                 # them, and nothing else does.
                 decisions[row.id] = "left out: a sentence too short to hold a memory"
+                continue
+            if row.kind == SAID_KIND and any(t in outdated for t in turns):
+                # "I live in Berlin", after "we moved to Munich" superseded what was drawn
+                # from it: recalled only with the inactive memories. (Another fact of that
+                # turn that is still true is recalled as itself.)
+                decisions[row.id] = "left out: a memory drawn from its turn is no longer true"
                 continue
             if row.kind == SAID_KIND and any(t in shown_turns for t in turns):
                 # A turn is shown once, by its best sentence or a fact drawn from it: the
