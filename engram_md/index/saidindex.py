@@ -90,12 +90,15 @@ def rows_of_file(layout: MemoryLayout, path: Path) -> list[IndexRow] | None:
 
 
 def index_said_files(index: MemoryIndex, layout: MemoryLayout, paths: Iterable[Path]) -> SaidSync:
-    """Bring the rows of these said files up to date (the daemon's own writes of a batch)."""
-    wanted = {layout.relative(p): p for p in paths}
-    stored = index.columns_of_kind(SAID_KIND, ["id", "content_hash"], paths=list(wanted))
-    return _update(
-        index, layout, wanted, dict(zip(stored["id"], stored["content_hash"], strict=True))
-    )
+    """Bring the rows of these said files up to date: the daemon's own writes of a batch, and
+    the paths a watcher saw change (costing a ``stat`` when the rows are current already)."""
+    files: dict[str, tuple[Path, int]] = {}
+    for path in paths:
+        try:
+            files[layout.relative(path)] = (path, path.stat().st_mtime_ns)
+        except OSError:
+            continue
+    return _sync(index, layout, files, _stored(index, paths=list(files)), whole_folder=False)
 
 
 def sync_said(index: MemoryIndex, layout: MemoryLayout) -> SaidSync:
@@ -107,22 +110,49 @@ def sync_said(index: MemoryIndex, layout: MemoryLayout) -> SaidSync:
             files[layout.relative(path)] = (path, path.stat().st_mtime_ns)
         except OSError:
             continue
-    stored = index.columns_of_kind(SAID_KIND, ["id", "path", "file_mtime_ns", "content_hash"])
-    newest: dict[str, int] = {}
-    hashes_at: dict[str, dict[str, str]] = {}
-    for row_id, rel, mtime, digest in zip(
-        stored["id"], stored["path"], stored["file_mtime_ns"], stored["content_hash"], strict=True
-    ):
-        newest[rel] = max(mtime, newest.get(rel, mtime))
-        hashes_at.setdefault(rel, {})[row_id] = digest
+    return _sync(index, layout, files, _stored(index), whole_folder=True)
+
+
+@dataclass
+class _Stored:
+    """What the index holds of one said file: its rows' content hashes, its newest mtime."""
+
+    hashes: dict[str, str]
+    newest: int
+
+
+def _stored(index: MemoryIndex, *, paths: list[str] | None = None) -> dict[str, _Stored]:
+    columns = ["id", "path", "file_mtime_ns", "content_hash"]
+    found = index.columns_of_kind(SAID_KIND, columns, paths=paths)
+    out: dict[str, _Stored] = {}
+    for row_id, rel, mtime, digest in zip(*(found[c] for c in columns), strict=True):
+        held = out.setdefault(rel, _Stored({}, mtime))
+        held.hashes[row_id] = digest
+        held.newest = max(held.newest, mtime)
+    return out
+
+
+def _sync(
+    index: MemoryIndex,
+    layout: MemoryLayout,
+    files: dict[str, tuple[Path, int]],
+    stored: dict[str, _Stored],
+    *,
+    whole_folder: bool,
+) -> SaidSync:
     # The newest row of an unchanged file holds its mtime; any other mtime (a later edit, or an
-    # older one that a checkout or a copy put back) means: read it again.
-    changed = {rel: path for rel, (path, mtime) in files.items() if newest.get(rel) != mtime}
+    # older one that a checkout or a copy put back) means: read it again. With the whole
+    # folder listed, rows of a file that is not there are removed.
+    changed = {
+        rel: path
+        for rel, (path, mtime) in files.items()
+        if rel not in stored or stored[rel].newest != mtime
+    }
     known = {
         row_id: digest
-        for rel, hashes in hashes_at.items()
-        if rel not in files or rel in changed
-        for row_id, digest in hashes.items()
+        for rel, held in stored.items()
+        if rel in changed or (whole_folder and rel not in files)
+        for row_id, digest in held.hashes.items()
     }
     return _update(index, layout, changed, known)
 
@@ -134,9 +164,9 @@ def _update(
     in ``known`` (id -> content hash) that the files no longer hold.
 
     A turn appended to a file leaves its other rows alone: rewriting every row of a day's file
-    at every batch left the index a dead copy of each (measured in the soak). A file's newest
-    row carries its mtime; a file re-read with nothing to write (lines deleted by hand only)
-    stamps one of its rows with the new mtime, so it is not read again.
+    at every batch left the index a dead copy of each. A file's newest row carries its mtime;
+    a file re-read with nothing to write (lines deleted by hand only) stamps one of its rows
+    with the new mtime, so it is not read again.
     """
     fresh: list[IndexRow] = []
     present: set[str] = set()
