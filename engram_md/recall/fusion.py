@@ -42,6 +42,11 @@ class FusionWeights:
     fact_vote: float = 2.0
     note_weight: float = 2.0
     name_lift: float = 0.3
+    # A sentence of a turn a superseded or invalidated fact was drawn from ("I live in
+    # Berlin" after "we moved to Munich") sinks: it may still be the only answer to a question
+    # about the past, and the block dates it. Dropping such sentences outright cost 0.024 of
+    # conv-26's evidence recall (5 turns superseded at write time).
+    outdated_factor: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,7 @@ def fuse(
     dense: Sequence[str],
     facts: Sequence[IndexRow],
     names: Sequence[str],
+    outdated: set[tuple[str, str]],
     w: FusionWeights,
 ) -> list[FusedItem]:
     """Sentences and notes in one ranking, best first (see the module's docstring)."""
@@ -115,6 +121,10 @@ def fuse(
         for row_id, row in rows.items():
             if row.kind == SAID_KIND and row.speaker.casefold() in named:
                 scores[row_id] *= 1.0 + w.name_lift
+    if outdated:
+        for row_id, row in rows.items():
+            if row.kind == SAID_KIND and (row.session, row.source_turn_ids[0]) in outdated:
+                scores[row_id] *= w.outdated_factor
     order = sorted(scores, key=lambda row_id: (-scores[row_id], row_id))[:FUSED_KEPT]
     return [FusedItem(rows[row_id], scores[row_id]) for row_id in order]
 

@@ -120,6 +120,10 @@ class Weights:
     # Measured on the LoCoMo dev folders and the sample conversation (docs/ARCHITECTURE.md).
     relevance_floor: float = 0.2
     unknown_name_floor: float = 0.45
+    # When nothing reaches the floor, the best few full-text matches still answer a query
+    # whose names are known (or that names nobody): MiniLM does not know that uv is a
+    # package manager ("which package manager should I use?"), the words "use" do.
+    lexical_rescue: int = 3
     # What was said (memory/said/): its sentences and the notes in one ranking (fusion.py).
     fusion: FusionWeights = field(default_factory=FusionWeights)
     min_sentence_words: int = 2  # content words, the speaker's name included
@@ -176,7 +180,10 @@ class Recaller:
         if said_pool:
             # The fact ranking before the graph votes: the graph's reach, measured, lowered
             # the sentences' recall (docs/ARCHITECTURE.md "Recall").
-            scored, paths = self._fused(query, qvec, scored, said_pool, lexical_ids, dense_ids)
+            outdated = set() if inactive_ok else self._outdated_turns()
+            scored, paths = self._fused(
+                query, qvec, scored, said_pool, lexical_ids, dense_ids, outdated
+            )
         else:
             scored, paths = self._expand(query, pool, scored, qvec, inactive_ok or explain)
         windows = self._windows(qvec, budget)
@@ -254,13 +261,14 @@ class Recaller:
         said_pool: Sequence[SaidCandidate],
         lexical: Sequence[str],
         dense: Sequence[str],
+        outdated: set[tuple[str, str]],
     ) -> tuple[list[tuple[IndexRow, ScoreParts, list[str]]], dict[str, tuple[Step, ...]]]:
         """Sentences of what was said and the facts' notes in one ranking (fusion.py); each
         item keeps the parts of its own relevance, its score is the fused one."""
         w = self.weights
         names = query_features(query).names
         facts = [row for row, _, _ in scored if row.status == "active"]
-        fused = fuse(self.index, said_pool, lexical, dense, facts, names, w.fusion)
+        fused = fuse(self.index, said_pool, lexical, dense, facts, names, outdated, w.fusion)
         by_fact = {row.id: (parts, channels) for row, parts, channels in scored}
         said = {c.row.id: c for c in said_pool}
         best_bm25 = max((c.bm25 for c in said_pool), default=0.0) or 1.0
@@ -402,13 +410,8 @@ class Recaller:
         out.sort(key=lambda item: (-item[1].score, item[0].id))
         return out
 
-    def _outdated_turns(
-        self, scored: Sequence[tuple[IndexRow, ScoreParts, list[str]]]
-    ) -> set[tuple[str, str]]:
-        """The (session, turn) pairs a superseded or invalidated fact was drawn from, when
-        sentences of what was said are among the candidates."""
-        if not any(row.kind == SAID_KIND for row, _, _ in scored):
-            return set()
+    def _outdated_turns(self) -> set[tuple[str, str]]:
+        """The (session, turn) pairs a superseded or invalidated fact was drawn from."""
         out: set[tuple[str, str]] = set()
         for where in NO_LONGER_TRUE:
             found = self.index.columns_where(where, ["session", "source_turn_ids"])
@@ -431,7 +434,10 @@ class Recaller:
         paths = paths or {}
         names_unknown = not names_known((row for row, _, _ in scored), query_features(query))
         min_cosine = w.unknown_name_floor if names_unknown else w.relevance_floor
-        outdated = set() if inactive_ok else self._outdated_turns(scored)
+        # The rescue is for a query nothing reaches by meaning; ranking them in beside
+        # memories that do cost evidence recall on the LoCoMo dev conversations.
+        reached = any(p.cosine >= min_cosine for r, p, _ in scored if r.status == "active")
+        rescued = set() if names_unknown or reached else _best_lexical(scored, w.lexical_rescue)
         best = max(
             (p.relevance for r, p, _ in scored if inactive_ok or r.status == "active"),
             default=0.0,
@@ -454,7 +460,7 @@ class Recaller:
             if not inactive_ok and row.status != "active":
                 decisions[row.id] = f"left out: status {row.status}"
                 continue
-            if parts.cosine < min_cosine and row.id not in paths:
+            if parts.cosine < min_cosine and row.id not in paths and row.id not in rescued:
                 # (A memory the graph reached from a strong hit is about the query through
                 # it, though its own words are not.)
                 decisions[row.id] = (
@@ -480,12 +486,6 @@ class Recaller:
                 # "Dana: Yes.", "ok thanks": the speaker's name matches a question about
                 # them, and nothing else does.
                 decisions[row.id] = "left out: a sentence too short to hold a memory"
-                continue
-            if row.kind == SAID_KIND and any(t in outdated for t in turns):
-                # "I live in Berlin", after "we moved to Munich" superseded what was drawn
-                # from it: recalled only with the inactive memories. (Another fact of that
-                # turn that is still true is recalled as itself.)
-                decisions[row.id] = "left out: a memory drawn from its turn is no longer true"
                 continue
             if row.kind == SAID_KIND and any(t in shown_turns for t in turns):
                 # A turn is shown once, by its best sentence or a fact drawn from it: the
@@ -545,6 +545,14 @@ class _Pooled:
     cosine: float
     bm25: float
     channels: list[str]
+
+
+def _best_lexical(scored: Sequence[tuple[IndexRow, ScoreParts, list[str]]], count: int) -> set[str]:
+    """The ids of the ``count`` candidates with the best full-text score (any at all)."""
+    matched = sorted(
+        ((parts.fts_rel, row.id) for row, parts, _ in scored if parts.fts_rel > 0), reverse=True
+    )
+    return {row_id for _, row_id in matched[:count]}
 
 
 def _recalled_facts(
