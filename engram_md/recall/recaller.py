@@ -180,7 +180,8 @@ class Recaller:
         if said_pool:
             # The fact ranking before the graph votes: the graph's reach, measured, lowered
             # the sentences' recall (docs/ARCHITECTURE.md "Recall").
-            outdated = set() if inactive_ok else self._outdated_turns()
+            sinks = self.weights.fusion.outdated_factor != 1.0 and not inactive_ok
+            outdated = self._outdated_turns() if sinks else set()
             scored, paths = self._fused(
                 query, qvec, scored, said_pool, lexical_ids, dense_ids, outdated
             )
