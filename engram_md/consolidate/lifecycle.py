@@ -72,6 +72,10 @@ Facts that are no longer active keep their standing (new recalls are still folde
 archived status implies the archived lifecycle state), and a file a person marked
 ``archived`` moves under ``archive/``. A file under ``archive/`` is never moved back (a person
 who wants it live moves it back).
+
+Why one module of ~600 lines: this docstring is the specification, and every formula in it
+is shared by :func:`rate` and :func:`plan_lifecycle`; split apart, the two would read their
+numbers from two places.
 """
 
 from __future__ import annotations
