@@ -351,13 +351,28 @@ def run_fuzz(examples: int, tests: tuple[str, ...] = FUZZ_TESTS) -> dict[str, An
         "exit_status": proc.returncode,
         "summary": (counts or lines or [proc.stderr.strip()[-300:]])[-1].strip("= "),
         "failures": [line for line in lines if line.startswith(("FAILED", "ERROR"))],
-        "falsifying": [
-            line.strip()
-            for line in lines
-            if line.lstrip("E ").startswith(("Failing test case", "Falsifying example"))
-        ],
+        "falsifying": _falsifying(lines),
         "ok": proc.returncode == 0,
     }
+
+
+def _falsifying(lines: list[str]) -> list[str]:
+    """Each failing input hypothesis printed, whole: the call's first line and the argument
+    lines after it (a derandomized run may still draw other inputs elsewhere, so the input
+    itself is what reproduces a failure)."""
+    found: list[str] = []
+    for i, line in enumerate(lines):
+        if not line.lstrip("E ").startswith(("Failing test case", "Falsifying example")):
+            continue
+        call = [line.strip()]
+        for following in lines[i + 1 : i + 40]:
+            if not following.startswith("E ") or not following[1:].strip():
+                break
+            call.append(following[1:].strip())
+            if following[1:].strip() == ")":
+                break
+        found.append("\n".join(call))
+    return found
 
 
 # ---- entry point -----------------------------------------------------------------------------
