@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
@@ -436,6 +436,7 @@ def test_any_single_line_gives_turns_or_a_reported_error(line: bytes | str) -> N
 
 @FUZZ
 @given(state=st.dictionaries(st.sampled_from(["session", "last_timestamp", "x"]), _JSON | _TIMES))
+@example(state={"session": "0", "last_timestamp": "\ud800\udc00"})  # found by the soak
 def test_a_corrupt_saved_reader_state_is_survivable(state: dict[str, Any]) -> None:
     """The saved state comes from a file in state/ that a person may have edited."""
     reader = TranscriptReader("f.jsonl", state=ReaderState.from_dict(state), fallback_time=_clock)

@@ -152,10 +152,12 @@ class ReaderState:
         session = d.get("session")
         last = d.get("last_timestamp")
         # The file may have been edited by hand: a lone surrogate escape in the session
-        # would make every turn of this file unwritable to the journal.
+        # would make every turn of this file unwritable to the journal, and two of them in
+        # either value read back as one other character (JSON pairs them), so the state
+        # would not survive its own round trip.
         return cls(
             session=_clean(session) if isinstance(session, str) and session else None,
-            last_timestamp=last if isinstance(last, str) and last else None,
+            last_timestamp=_clean(last) if isinstance(last, str) and last else None,
         )
 
 
