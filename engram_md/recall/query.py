@@ -10,6 +10,7 @@ import calendar
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
+from functools import lru_cache
 
 import regex
 
@@ -38,6 +39,8 @@ class QueryFeatures:
     ranges: tuple[tuple[date, date], ...]  # date ranges the query names
 
 
+# Pure and asked by several stages of one recall (and again for a repeated question).
+@lru_cache(maxsize=1024)
 def query_features(query: str) -> QueryFeatures:
     names: list[str] = []
     spellings: list[str] = []
