@@ -23,10 +23,15 @@ PARTS = (
     "signals",
     "secrets",
     "pipeline",
+    "import",
     "sessions",
     "recall_quality",
     "recall_chat_style",
     "latency",
+    "boxes",
+    "hook",
+    "updates",
+    "object_store",
 )
 
 
@@ -51,6 +56,12 @@ def _pipeline() -> dict[str, Any]:
     from . import pipeline_bench
 
     return pipeline_bench.run()
+
+
+def _import() -> dict[str, Any]:
+    from . import import_bench
+
+    return import_bench.run()
 
 
 def _sessions() -> dict[str, Any]:
@@ -82,14 +93,45 @@ def _latency() -> dict[str, Any]:
     return latency_bench.run()
 
 
+def _boxes() -> dict[str, Any]:
+    from . import boxes_bench
+
+    result = boxes_bench.run()
+    print(boxes_bench.format_result(result), flush=True)
+    return result
+
+
+def _hook() -> dict[str, Any]:
+    from . import hook_bench
+
+    return hook_bench.run()
+
+
+def _updates() -> dict[str, Any]:
+    from . import updates_bench
+
+    return updates_bench.run()
+
+
+def _object_store() -> dict[str, Any]:
+    from . import object_store_bench
+
+    return object_store_bench.run()
+
+
 RUNNERS = {
     "signals": _signals,
     "secrets": _secrets,
     "pipeline": _pipeline,
+    "import": _import,
     "sessions": _sessions,
     "recall_quality": _recall_quality,
     "recall_chat_style": _recall_chat_style,
     "latency": _latency,
+    "boxes": _boxes,
+    "hook": _hook,
+    "updates": _updates,
+    "object_store": _object_store,
 }
 
 

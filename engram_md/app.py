@@ -15,13 +15,16 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from .consolidate.judge import LLMJudge
 from .consolidate.schedule import DaemonConsolidation
 from .core.atomic import sweep_temp_files
 from .core.config import Config
-from .core.errors import IndexError_, LockError
+from .core.errors import IndexError_, LockError, RecallServerError
 from .core.lock import WriterLock
+from .core.models import Fact
 from .core.paths import MemoryLayout
 from .core.statefile import load_json, save_json
 from .core.telemetry import ActionLog
@@ -34,17 +37,21 @@ from .extract.speakers import SpeakerBook
 from .index.indexer import Indexer
 from .index.memwatch import MemoryWatcher
 from .index.opened import FolderParts
+from .index.storage import index_location
 from .index.table import MemoryIndex
 from .ingest.daemon import Runner
 from .ingest.journal import Journal
 from .ingest.pipeline import Pipeline
 from .ingest.sources import CursorStore
+from .ingest.updating import Statement, UpdateTracker
+from .integrations.service import WRITE_WAIT_SECONDS, DaemonOps, FolderOps, remember_answer
 from .organize.graph import GraphStore, load_adjacency
 from .organize.structure import Structure
 from .recall.recaller import Recaller
-from .recall.server import RecallServer
+from .recall.server import RecallServer, find_daemon
 from .store.access import AccessLog
 from .store.dedup import HashIndex
+from .store.entity_pages import EntityPages
 from .store.fact_store import MemoryStore
 from .store.said import SaidLog
 from .text.embeddings import Embedder, make_embedder
@@ -175,7 +182,11 @@ def _open_reader_parts(
     store = MemoryStore(layout, hashes)
     if not with_index:
         return FolderParts(cfg, layout, store, embedder, None)
-    if refresh_index and layout.memory_dir.is_dir():
+    location = index_location(cfg.index, layout.index_dir)
+    # An index in an object store is shared by machines; only the writer daemon whose folder
+    # fills it may reconcile it, so a reader elsewhere never refreshes it (this state's lock
+    # does not guard it).
+    if refresh_index and location.local_dir is not None and layout.memory_dir.is_dir():
         # A reader never creates the memory folder; the index lives in state/, which a fresh
         # clone of the memory folder lacks.
         layout.state_dir.mkdir(parents=True, exist_ok=True)
@@ -198,13 +209,13 @@ def _open_reader_parts(
             layout,
             store,
             embedder,
-            MemoryIndex.open(layout.index_dir, embedder, may_rebuild=False),
+            MemoryIndex.open(location, embedder, may_rebuild=False),
         )
     # The index as it stands, or none: this reader must not create, drop or rebuild a table.
     index = None
-    if layout.index_dir.is_dir():
+    if location.local_dir is None or location.local_dir.is_dir():
         try:
-            index = MemoryIndex.open(layout.index_dir, embedder, may_rebuild=False)
+            index = MemoryIndex.open(location, embedder, may_rebuild=False)
         except IndexError_ as exc:
             log.info("reading without the search index: %s", exc)
     return FolderParts(cfg, layout, store, embedder, index)
@@ -245,7 +256,8 @@ def open_reader(
 def make_recaller(parts: FolderParts) -> Recaller:
     """Recall over opened parts (the in-process path; the daemon serves its own)."""
     if parts.index is None or parts.embedder is None:
-        raise IndexError_(f"no search index at {parts.layout.index_dir}: run `engram-md reindex`")
+        where = index_location(parts.cfg.index, parts.layout.index_dir)
+        raise IndexError_(f"no search index at {where}: run `engram-md reindex`")
     graph = None
     if parts.cfg.graph.enabled:
         # Read once: an in-process recall is short, and the daemon serves the live graph.
@@ -271,6 +283,40 @@ class RecallSession:
         self.embedder = parts.embedder
         self.index = parts.index
         self.recaller = make_recaller(parts)
+
+
+@contextmanager
+def serving_read_only(cfg: Config, *, embedder: Embedder | None = None) -> Iterator[RecallServer]:
+    """A read-only recall daemon (`engram-md serve --read-only`) while the block runs.
+
+    It answers recall on loopback from the configured index as the writer daemon (perhaps on
+    another machine, through an object store) leaves it: no writer lock, nothing ingested,
+    the index neither created nor reconciled. Before a recall it looks for a newer table
+    version at most every ``index.refresh_seconds`` and reloads what it holds when there is
+    one. Its own state folder gets the endpoint file, the access log and the embedding cache;
+    one a writer daemon already serves from is refused (its endpoint file is the writer's).
+    """
+    layout = cfg.layout
+    if find_daemon(layout.daemon_endpoint_path) is not None:
+        raise RecallServerError(
+            f"a daemon already serves recall for the state folder {layout.state_dir}: give "
+            "the read-only daemon a state folder of its own"
+        )
+    layout.state_dir.mkdir(parents=True, exist_ok=True)
+    embedder = embedder or open_embedder(cfg, layout)
+    index = MemoryIndex.open(
+        index_location(cfg.index, layout.index_dir),
+        embedder,
+        may_rebuild=False,
+        refresh_seconds=cfg.index.refresh_seconds,
+    )
+    hashes = HashIndex(layout.hashes_path, {})  # recall reads no fact file: nothing to load
+    recaller = make_recaller(FolderParts(cfg, layout, MemoryStore(layout, hashes), embedder, index))
+    server = RecallServer(
+        recaller, layout.daemon_endpoint_path, host=cfg.recall.host, port=cfg.recall.port
+    )
+    with server:
+        yield server
 
 
 # ---------------------------------------------------------------- the daemon's engine
@@ -339,7 +385,9 @@ def open_engine(
         # A sealed box becomes searchable with the facts of the batch that sealed it.
         on_seal = indexer.upsert_box if indexer is not None else None
         structure = (
-            Structure(cfg, layout, actions, fsync=store.fsync, on_seal=on_seal)
+            Structure(
+                cfg, layout, actions, fsync=store.fsync, on_seal=on_seal, embedder=parts.embedder
+            )
             if cfg.boxes.enabled or cfg.graph.enabled
             else None
         )
@@ -354,6 +402,8 @@ def open_engine(
             indexer=indexer,
             structure=structure,
             said=SaidLog(layout) if cfg.said.enabled else None,
+            updates=_update_tracker(store, actions, indexer),
+            pages=EntityPages(layout, fsync=store.fsync),
             sleep=time.sleep,
         )
         if cfg.consolidate.every_extractions > 0:
@@ -403,11 +453,31 @@ def serving(engine: Engine) -> Iterator[None]:
         graph=graph,
         graph_cfg=engine.cfg.graph,
     )
+    indexer = engine.indexer
+    writer = FolderParts(
+        engine.cfg,
+        engine.layout,
+        engine.store,
+        indexer.embedder,
+        indexer.index,
+        indexer,
+        engine.usage,
+        engine.lock,
+    )
+    memory = DaemonOps(
+        writer,
+        run_on_writer=lambda fn: engine.runner.call(fn, timeout=WRITE_WAIT_SECONDS),
+        remember=lambda text, speaker: remember_answer(
+            engine.pipeline, engine.store, text, speaker
+        ),
+        structure=engine.structure,
+    )
     server = RecallServer(
         recaller,
         engine.layout.daemon_endpoint_path,
         host=engine.cfg.recall.host,
         port=engine.cfg.recall.port,
+        memory=memory,
     )
     watcher = MemoryWatcher(engine.indexer, engine.layout.memory_dir)
     server.start()
@@ -421,6 +491,49 @@ def serving(engine: Engine) -> Iterator[None]:
         server.stop()
 
 
+def folder_ops(cfg: Config) -> FolderOps:
+    """The memory operations with no daemon (the MCP server's while none runs): reads without
+    a lock; a forget opens the folder as a writer, a remember opens the engine, each for its
+    own duration (refused while another writer holds the folder)."""
+    layout = cfg.layout
+    hashes = HashIndex.load(layout.hashes_path) or HashIndex(layout.hashes_path, {})
+
+    def remember_alone(text: str, speaker: str | None) -> dict[str, Any]:
+        engine = open_engine(cfg)
+        try:
+            return remember_answer(engine.pipeline, engine.store, text, speaker)
+        finally:
+            engine.close()
+
+    return FolderOps(
+        MemoryStore(layout, hashes),
+        writer=lambda: open_writer(cfg),
+        remember=remember_alone,
+        recaller=lambda: RecallSession(cfg).recaller,
+    )
+
+
 def graph_store(cfg: Config) -> GraphStore | None:
     """The folder's graph store for a writer outside the daemon, or None when disabled."""
     return GraphStore(cfg.layout.graphs_dir, cfg.graph) if cfg.graph.enabled else None
+
+
+def _update_tracker(
+    store: MemoryStore, actions: ActionLog, indexer: Indexer | None
+) -> UpdateTracker:
+    """Updates recognized at write time, over the active facts the index holds."""
+    if indexer is None:
+        return UpdateTracker(store, actions, lambda: ())
+
+    def statements() -> Iterator[Statement]:
+        cols = indexer.index.columns_where(
+            "status = 'active' AND kind = 'fact'", ["id", "path", "content", "entities", "created"]
+        )
+        names = ("id", "path", "content", "entities", "created")
+        for i, p, text, entities, created in zip(*(cols[n] for n in names), strict=True):
+            yield Statement(i, p, text, entities or (), created)
+
+    def reindex(path: Path, fact: Fact) -> None:
+        indexer.upsert_fact(path, fact, new=False)
+
+    return UpdateTracker(store, actions, statements, on_change=reindex)

@@ -62,9 +62,15 @@ def test_facts_on_one_subject_share_a_box(tmp_path: Path) -> None:
 def test_a_new_subject_seals_with_topic_shift(tmp_path: Path) -> None:
     b = builder(tmp_path)
     feed(b, fact(1, ("postgres", "migration", "schema")))
-    seal = b.check(fact(2, ("holiday", "travel", "italy"), minutes=1, category=Category.MOMENT))
+    feed(b, fact(4, ("postgres", "schema")))
+    # One fact off the subject joins the box; the second one on the same new subject seals.
+    assert (
+        feed(b, fact(2, ("holiday", "travel", "italy"), minutes=1, category=Category.MOMENT))
+        is None
+    )
+    seal = b.check(fact(3, ("holiday", "italy", "flight"), minutes=2, category=Category.MOMENT))
     assert seal is not None and seal.reason is SealReason.TOPIC_SHIFT
-    assert seal.at == T0 + timedelta(minutes=1)
+    assert seal.at == T0 + timedelta(minutes=2)
 
 
 def test_silence_longer_than_idle_minutes_seals_as_idle_even_on_topic(tmp_path: Path) -> None:
@@ -175,7 +181,7 @@ def test_ranked_topics_and_member_facts(tmp_path: Path) -> None:
     assert topics == tuple(sorted(topics)) and "postgresql" in topics
     assert len(ranked_topics(fact(i, (f"t{i:02}",)) for i in range(40))) == MAX_BOX_TOPICS
     write_fact(layout.memory_dir / "facts/a.md", facts[0])
-    (layout.memory_dir / "facts/b.md").write_text("not a fact")
+    (layout.memory_dir / "facts/b.md").write_text("---\nid: [not a fact\n---\nx\n")
     members = [
         BoxMember(facts[0].id, "facts/a.md", ""),
         BoxMember(facts[1].id, "facts/b.md", ""),

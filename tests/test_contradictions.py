@@ -152,7 +152,7 @@ def test_supersede_lineage() -> None:
     assert older.status is Status.SUPERSEDED and older.superseded_by == new.id
     (entry,) = older.status_history
     assert (entry.from_status, entry.to_status, entry.at) == (Status.ACTIVE, Status.SUPERSEDED, NOW)
-    assert "numbers changed" in entry.reason and older.updated == NOW
+    assert "4 → 6" in entry.reason and older.updated == NOW
     assert older.content == old.content  # never rewritten, never deleted
 
 

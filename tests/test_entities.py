@@ -56,7 +56,19 @@ def test_spellings_merge_into_one_page(folder: Folder) -> None:
     paths = {f.id: folder.add(f) for f in (a, b, c, d, e, lone)}
     changes = plan_entities(folder.ctx())
     pages = {c.path.name: c for c in changes if isinstance(c, FileWrite)}
-    assert set(pages) == {"person-dana.md", "tool-postgresql.md"}  # one mention: no page
+    # Every entity has a page, one mention is enough; the other spellings facts link by
+    # ("Dana", "entity-dana", "postgres") get a note pointing at the merged page.
+    assert set(pages) == {
+        "person-dana.md",
+        "tool-postgresql.md",
+        "place-zanzibar.md",
+        "dana.md",
+        "entity-dana.md",
+        "postgres.md",
+    }
+    assert {pages[n].action for n in ("dana.md", "entity-dana.md", "postgres.md")} == {
+        "entity_redirect"
+    }
     dana = pages["person-dana.md"].text
     meta = frontmatter(dana)
     assert meta["type"] == "person" and meta["name"] == "Dana"
@@ -64,15 +76,18 @@ def test_spellings_merge_into_one_page(folder: Folder) -> None:
     assert meta["facts"] == 3 and meta["activeFacts"] == 2
     assert meta["firstSeen"] == c.created  # a YAML timestamp
     assert f"firstSeen: {c.created:%Y-%m-%dT%H:%M:%SZ}\n" in dana
-    synthesis = dana.split("## Synthesis\n\n", 1)[1].split("\n\n## Timeline", 1)[0]
+    synthesis = dana.split("## Synthesis\n\n", 1)[1].split("\n\n## Current", 1)[0]
     # The most important active statements, told in time order; the superseded one left out.
     assert synthesis == "Dana wants uv instead of pip. Dana joined the platform team."
-    timeline = dana.split("## Timeline\n\n", 1)[1].splitlines()
-    assert timeline[0].startswith(
+    # Current facts newest first, then the superseded ones, struck through.
+    current = dana.split("## Current\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert current[0].startswith(f"- {b.created:%Y-%m-%d} — Dana joined the platform team.")
+    earlier = dana.split("## No longer current\n\n", 1)[1].splitlines()
+    assert earlier[0].startswith(
         f"- {c.created:%Y-%m-%d} — ~~Dana used pip before.~~ *(superseded)*"
     )
     rel = paths[a.id].relative_to(folder.layout.memory_dir).as_posix()
-    assert f"([preference](../{rel}))" in timeline[1]
+    assert f"([preference](../{rel}))" in current[1]
     link = folder.layout.entities_dir / f"../{rel}"
     assert link.resolve() == paths[a.id].resolve()  # the relative link really points at it
     pg = frontmatter(pages["tool-postgresql.md"].text)

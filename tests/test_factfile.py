@@ -351,7 +351,7 @@ def test_write_then_read(tmp_path: Path) -> None:
     path = tmp_path / "facts" / "2026-03-02" / "preference-090200-3f9c2a1b.md"
     assert write_fact(path, full(), fsync=False) is True
     assert read_fact(path) == full()
-    assert path.read_text(encoding="utf-8") == render_fact(full())
+    assert path.read_text(encoding="utf-8") == render_fact(full(), path)
     assert sorted(os.listdir(path.parent)) == [path.name]  # no temp file left
 
 

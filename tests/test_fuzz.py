@@ -753,13 +753,15 @@ FACT_TEXTS = fact_texts()
 # ============================================================ fact-file properties
 
 
-def _check_fact(fact: Fact) -> None:
-    """A parsed fact is usable downstream: renderable, and stable when re-read."""
+def _check_fact(fact: Fact, origin: Path | None = None) -> None:
+    """A parsed fact is usable downstream: renderable, and stable when re-read. A note a
+    person wrote (``origin``, the file it came from) is read again from the same place: its
+    render keeps only the keys the person wrote."""
     assert fact.id.strip() and fact.content.strip() == fact.content
     assert fact.created.utcoffset() == timedelta(0)
     assert 0 <= fact.confidence <= 1 and 0 <= fact.importance <= 1
     text = render_fact(fact)  # consolidation rewrites what it read: must never fail
-    again = parse_fact(text)
+    again = parse_fact(text, origin=origin) if origin is not None else parse_fact(text)
     for name in ("id", "category", "status", "content", "session", "tags"):
         assert getattr(again, name) == getattr(fact, name), name
     # Times are written to the second.
@@ -822,7 +824,7 @@ def test_read_fact_on_corrupt_bytes(
     except MemoryFileError as exc:
         assert exc.path == str(path)
         return
-    _check_fact(fact)
+    _check_fact(fact, origin=path)
 
 
 def test_read_fact_on_a_folder_and_a_missing_file(tmp_path: Path) -> None:

@@ -84,9 +84,11 @@ def test_recall_and_consolidate_leave_a_git_folder_quiet(cli: Cli) -> None:
     assert len(facts) >= 5
 
     recall_then_consolidate(cli, "2026-03-03")
-    # The first run adds the pages it derives (entity pages, profile.md); no fact changes.
+    # The first run adds or completes the pages it derives (profile.md; the entity pages
+    # ingest began); no fact changes.
     status = git(cli.memory, "status", "--porcelain").splitlines()
-    assert status and all(line.startswith("?? ") for line in status), status
+    derived = ("entities/", "profile.md", "IDENTITY.md")
+    assert status and all(line[3:].startswith(derived) for line in status), status
     commit(cli.memory, "first consolidation")
 
     for day in ("2026-03-04", "2026-04-20"):
@@ -140,11 +142,16 @@ def test_an_older_folder_migrates_in_one_run_then_stays_quiet(cli: Cli) -> None:
     assert "older version" in Path(payload["report"]).read_text(encoding="utf-8")
     migrated = [c for c in payload["changes"] if c["action"] == "migrate"]
     assert len(migrated) == len(counts)
-    # One commit-sized change: every fact file loses exactly its counter lines, nothing else.
+    # One commit-sized change: every fact file loses exactly its counter lines and, being
+    # written anyway, gains the links footer it lacked (docs/FORMAT.md); nothing else.
     diff = git(cli.memory, "diff", "--unified=0", "--", "facts")
     changed = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in "+++---"]
-    assert len(changed) == len(counts) * len(COUNTERS)
-    assert all(line.startswith("-") and line[1:].split(":")[0] in COUNTERS for line in changed)
+    removed = [line for line in changed if line.startswith("-")]
+    added = [line for line in changed if line.startswith("+")]
+    assert len(removed) == len(counts) * len(COUNTERS)
+    assert all(line[1:].split(":")[0] in COUNTERS for line in removed)
+    footer = ("+", "+<!-- engram-md:links -->")
+    assert all(line in footer or line.startswith("+[") for line in added), added
     _no_counters_left(cli)
     assert _counts(cli) == counts  # moved to state/, not lost
     commit(cli.memory, "counters moved to state/")

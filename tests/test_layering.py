@@ -28,6 +28,7 @@ LAYERS = (
     "recall",
     "consolidate",
     "maintain",
+    "integrations",
     "",  # the top: app.py (composition root), the cli/ package, __main__.py
 )
 
@@ -37,12 +38,24 @@ LIBRARY_OWNERS = {
     "onnxruntime": {"text/embeddings.py"},
     "openai": {"extract/llm_client.py", "text/embeddings.py"},
     "watchdog": {"ingest/daemon.py", "index/memwatch.py"},
+    "mcp": {"integrations/mcp_server.py"},
+    "uvicorn": {"integrations/mcp_server.py"},
 }
 
 # Where an import inside a function body is the design, not an accident (each says why in a
 # comment at the import): the CLI keeps LanceDB, onnxruntime and openai out of the start-up of
 # commands that never open the index.
-LAZY_INTERNAL_IMPORTS = {"cli/ingesting.py", "cli/reading.py", "cli/maintaining.py"}
+LAZY_INTERNAL_IMPORTS = {
+    "cli/importing.py",
+    "cli/ingesting.py",
+    "cli/reading.py",
+    "cli/maintaining.py",
+    "cli/integrating.py",
+    "cli/serving.py",
+    # The console script's entry: the hook runs on the standard library alone, and every
+    # other command loads the CLI only once it is known not to be the hook.
+    "hook.py",
+}
 
 
 @dataclass(frozen=True)
@@ -109,7 +122,7 @@ def test_every_module_sits_in_a_named_layer() -> None:
     ]
     assert strays == []
     top = sorted(p.name for p in SOURCES if p.parent == PACKAGE)
-    assert top == ["__init__.py", "__main__.py", "app.py"]
+    assert top == ["__init__.py", "__main__.py", "app.py", "hook.py"]
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))

@@ -190,8 +190,8 @@ def test_sample_yields_the_six_facts(generic: tuple[list[Turn], list[CandidateFa
     assert by_turn["t11"][0].content == (
         "Yesterday (2026-03-01) the staging deploy failed because the disk was full."
     )
-    assert "entity-acme-robotics" in by_turn["t1"][0].entities
-    assert "entity-postgresql-16" in by_turn["t3"][0].entities
+    assert "org-acme-robotics" in by_turn["t1"][0].entities
+    assert "tool-postgresql-16" in by_turn["t3"][0].entities
     assert "person-priya" in by_turn["t9"][0].entities
 
 
@@ -325,7 +325,7 @@ def test_other_names_and_sentences() -> None:
 
     job = one_fact("I work for Google as a data scientist and my manager is Tom.", "Olu")
     assert job.content == "Olu works for Google as a data scientist and Olu's manager is Tom."
-    assert "entity-google" in job.entities and "person-tom" in job.entities
+    assert "org-google" in job.entities and "person-tom" in job.entities
 
 
 def test_greeting_introduction_and_bare_introduction() -> None:

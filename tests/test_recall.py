@@ -330,7 +330,7 @@ def said(turn: str, content: str, n: int = 0) -> IndexRow:
     )
 
 
-def test_what_was_said_is_recalled_beside_the_facts_and_outdated_words_can_sink(
+def test_what_was_said_is_recalled_beside_the_facts_and_outdated_words_are_left_out(
     tmp_path: Path, minilm: LocalMiniLM
 ) -> None:
     rows = [
@@ -347,12 +347,18 @@ def test_what_was_said_is_recalled_beside_the_facts_and_outdated_words_can_sink(
     assert "Lee lives in Munich." not in contents  # its turn is shown already
     assert "Lee lives in Berlin." not in contents  # superseded: not recalled
 
-    # Made to sink, the words a superseded fact was drawn from rank lower (off by default).
+    # The sentence a superseded fact was drawn from is left out by default; asked for, the
+    # inactive memories come back; a factor between 0 and 1 only sinks it.
     berlin = "Lee: I live in Berlin with my partner."
+    assert berlin not in contents
+    everything = RecallOptions(record_access=False, include_inactive=True)
+    level = recaller(tmp_path / "level", minilm, rows)
+    shown = {m.content: m.score for m in level.recall("Where does Lee live?", everything).memories}
+    assert berlin in shown
     sinking = FusionWeights(outdated_factor=0.5)
     sunk = recaller(tmp_path / "sunk", minilm, rows, fusion=sinking)
-    assert sunk._outdated_turns() == {("s-1", "t1")}
-    level = recaller(tmp_path / "level", minilm, rows)
-    scores = {m.content: m.score for m in level.recall("Where does Lee live?", asked).memories}
+    assert set(sunk._outdated_turns()) == {("s-1", "t1")}
     sunk_scores = {m.content: m.score for m in sunk.recall("Where does Lee live?", asked).memories}
-    assert sunk_scores.get(berlin, 0.0) < scores[berlin]
+    even = recaller(tmp_path / "even", minilm, rows, fusion=FusionWeights(outdated_factor=1.0))
+    scores = {m.content: m.score for m in even.recall("Where does Lee live?", asked).memories}
+    assert 0.0 < sunk_scores[berlin] < scores[berlin]

@@ -49,6 +49,12 @@ def _ungated(text: str) -> list[str]:
 # (sentence, pattern that must hit)
 POSITIVES: list[tuple[str, str]] = [
     ("Actually, I moved to Denver last year.", "correction_actually"),
+    ("We have two kids.", "identity_household"),
+    ("i've got 3 cats now", "identity_household"),
+    ("I'm vegetarian.", "identity_status"),
+    ("we just moved to Munich", "identity_status"),
+    ("I left Initech last month", "identity_status"),
+    ("We got engaged!", "identity_status"),
     ("actually we use Postgres, not MySQL", "correction_actually"),
     ("No, that's wrong: the meeting is on Thursday.", "correction_no"),
     ("no, it\u2019s not Redis", "correction_no"),

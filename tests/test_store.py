@@ -68,7 +68,7 @@ def test_open_rebuilds_missing_hashes_from_the_files(layout: MemoryLayout) -> No
     pg_path = store.write_new(PG)
     layout.hashes_path.unlink()
     # A broken file and a temp file left by a crash are not facts.
-    (layout.facts_dir / "2026-03-02" / "broken.md").write_text("no frontmatter here")
+    (layout.facts_dir / "2026-03-02" / "broken.md").write_text("---\nid: [unclosed\n---\nx\n")
     (layout.facts_dir / "2026-03-02" / f".{uv_path.name}.tmp-999").write_text(uv_path.read_text())
 
     reopened = MemoryStore.open(layout, fsync=False)

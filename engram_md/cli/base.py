@@ -25,7 +25,7 @@ from ..core.config import Config, load_config
 from ..core.errors import EngramError, LockError
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
     no_args_is_help=True,
     help="engram-md: a memory sidecar for chat agents. The markdown folder is the truth.",
     pretty_exceptions_show_locals=False,

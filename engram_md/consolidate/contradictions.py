@@ -53,6 +53,7 @@ import regex
 
 from ..core.models import Category, Fact, MemoryKind, Status, StatusChange, add_source_turns
 from ..extract import normalize
+from ..text.claims import DONE_TAG, ClaimBook, carried_out, fact_claims, update_between
 from ..text.words import STOP_WORDS, WORD, content_words
 from .plan import Change, FactUpdate
 
@@ -305,17 +306,44 @@ def exact_duplicates(facts: Sequence[Fact], new: Sequence[bool]) -> list[Relatio
     return found
 
 
+UPDATED = "updated: "  # the reason of a supersede the claim rules found
+
+
+def update_relations(facts: Sequence[Fact], new: Sequence[bool]) -> list[Relation]:
+    """Updates the claim rules recognize (:mod:`engram_md.text.claims`) between a new fact
+    and any other active fact, in either direction: an imported old statement can be the one
+    that a stored newer statement already replaced."""
+    book = ClaimBook()
+    stated = [fact_claims(f.content, f.entities) for f in facts]
+    for fact, claims in zip(facts, stated, strict=True):
+        book.add(fact.id, claims, fact.created)
+    found = []
+    for i, fact in enumerate(facts):
+        if not new[i] or not stated[i]:
+            continue
+        for older, reason in book.updated_by(fact.id, stated[i], fact.created):
+            found.append(Relation("supersede", older, fact.id, f"{UPDATED}{reason}"))
+        for other_id, (other, other_at) in book.candidates(fact.id, stated[i]).items():
+            if (other_at, other_id) > (fact.created, fact.id):  # said later, stored earlier
+                back = update_between(stated[i], other)
+                if back is not None:
+                    found.append(Relation("supersede", fact.id, other_id, f"{UPDATED}{back}"))
+    return found
+
+
 def offline_relations(
     facts: Sequence[Fact], new: Sequence[bool], vectors: np.ndarray | None
 ) -> list[Relation]:
     """Every relation the offline rules find between a new fact and any related fact."""
     profiles = [Profile(f.content) for f in facts]
-    found = exact_duplicates(facts, new)
+    found = exact_duplicates(facts, new) + update_relations(facts, new)
     for i, j, _ in candidate_pairs(facts, new, vectors, profiles):
         relation = relate(facts[i], facts[j], profiles[i], profiles[j])
         if relation is not None:
             found.append(relation)
-    return sorted(set(found), key=lambda r: (r.older, r.newer, r.kind))
+    # One relation per pair and kind: the first rule to find it gives the reason.
+    first = {(r.older, r.newer, r.kind): r for r in reversed(found)}
+    return sorted(first.values(), key=lambda r: (r.older, r.newer, r.kind))
 
 
 # ---------------------------------------------------------------- relations -> changes
@@ -435,7 +463,9 @@ def lineage_changes(
         old = after.get(old_id, facts[old_id][1])
         to = Status.SUPERSEDED if rel.kind == "supersede" else Status.INVALIDATED
         reason = f"{rel.reason}; replaced by {newer_id}"
+        done = carried_out(rel.reason.removeprefix(UPDATED))
         after[old_id] = old.with_changes(
+            tags=_add(old.tags, [DONE_TAG]) if done else old.tags,
             status=to,
             superseded_by=newer_id,
             status_history=_history(old, to, reason, now),

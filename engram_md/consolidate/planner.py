@@ -37,7 +37,13 @@ from ..store.access import AccessLog
 from ..store.fact_store import MemoryStore, folder_order
 from ..store.factfile import read_fact
 from .combine import View, advance, combine
-from .contradictions import Relation, exact_duplicates, lineage_changes, offline_relations
+from .contradictions import (
+    Relation,
+    exact_duplicates,
+    lineage_changes,
+    offline_relations,
+    update_relations,
+)
 from .entities import plan_entities
 from .folder_index import plan_folder_index
 from .judge import Judge, judged_relations
@@ -124,7 +130,7 @@ def plan_run(
         if judge is None:
             relations = offline_relations(only, new_mask, matrix)
         else:
-            exact = exact_duplicates(only, new_mask)
+            exact = exact_duplicates(only, new_mask) + update_relations(only, new_mask)
 
             def judged(done: int, total: int) -> None:
                 if progress is not None:

@@ -101,14 +101,21 @@ class BoxConfig(_Section):
     # Memory boxes: facts that happened together in one session (docs/ARCHITECTURE.md).
     enabled: bool = True
     max_memories: int = Field(default=50, ge=1)  # seal before a box would exceed this many
-    min_topic_overlap: float = Field(default=0.35, ge=0, le=1)  # seal when new facts drift off
+    # A fact is on a box's subject when its vector's cosine with the subject's mean vector is
+    # at least min_similarity (without an embedder: its topics overlap at least
+    # min_topic_overlap); shift_after facts in a row off it, on one new subject, seal the box.
+    min_similarity: float = Field(default=0.5, ge=-1, le=1)
+    min_topic_overlap: float = Field(default=0.35, ge=0, le=1)
+    shift_after: int = Field(default=2, ge=1)
     idle_minutes: float = Field(default=30.0, gt=0)  # seal after this much transcript silence
 
 
 class TraceConfig(_Section):
-    # Traces: sealed boxes about the same thread of work, linked over days.
-    min_overlap: float = Field(default=0.4, ge=0, le=1)
-    window_days: float = Field(default=7.0, gt=0)
+    # Traces: sealed boxes about the same thread of work, linked over days. A sealed box
+    # joins the trace of the box within window_days whose topics overlap its own most, at
+    # least min_overlap (bench/boxes_bench.py).
+    min_overlap: float = Field(default=0.2, ge=0, le=1)
+    window_days: float = Field(default=14.0, gt=0)
 
 
 class GraphConfig(_Section):
@@ -124,6 +131,25 @@ class GraphConfig(_Section):
     max_hops: int = Field(default=3, ge=0)
     hop_decay: float = Field(default=0.7, ge=0, le=1)
     pagerank_iterations: int = Field(default=8, ge=0)
+
+
+class StorageOptions(_Section):
+    # How to reach an s3:// index (an S3-compatible store); each may come from the usual AWS
+    # environment variables instead (ENV_OVERRIDES), so secrets need not sit in the file.
+    endpoint: str | None = None
+    region: str | None = None
+    allow_http: bool = False  # plain http, e.g. a store on this machine or a private network
+    access_key_id: str | None = Field(default=None, repr=False)
+    secret_access_key: str | None = Field(default=None, repr=False)
+
+
+class IndexConfig(_Section):
+    # Where the search index lives: None is state/index on this machine; s3://bucket/prefix
+    # puts it in an object store, where read-only recall daemons on other machines follow it.
+    uri: str | None = None
+    storage_options: StorageOptions = StorageOptions()
+    # A read-only daemon looks for a newer table version before a recall at most this often.
+    refresh_seconds: float = Field(default=2.0, gt=0)
 
 
 class ConsolidateConfig(_Section):
@@ -157,6 +183,7 @@ class Config(_Section):
     traces: TraceConfig = TraceConfig()
     graph: GraphConfig = GraphConfig()
     consolidate: ConsolidateConfig = ConsolidateConfig()
+    index: IndexConfig = IndexConfig()
 
     @property
     def layout(self) -> MemoryLayout:
@@ -171,6 +198,10 @@ ENV_OVERRIDES = {
     "OPENAI_API_KEY": "llm.api_key",
     "OPENAI_BASE_URL": "llm.base_url",
     "ENGRAM_LLM_MODEL": "llm.model",
+    "AWS_ACCESS_KEY_ID": "index.storage_options.access_key_id",
+    "AWS_SECRET_ACCESS_KEY": "index.storage_options.secret_access_key",
+    "AWS_REGION": "index.storage_options.region",
+    "AWS_ENDPOINT_URL": "index.storage_options.endpoint",
 }
 
 

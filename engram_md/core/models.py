@@ -7,7 +7,7 @@ LLM output, frontmatter, config), so everything in here is already trusted.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -173,6 +173,24 @@ def add_source_turns(ids: tuple[str, ...], extra: Iterable[str]) -> tuple[str, .
 
 
 @dataclass(frozen=True, slots=True)
+class HandWritten:
+    """What a fact file a person wrote holds, when it lacks keys engram-md always writes.
+
+    ``keys``: the frontmatter keys of the file (none without a frontmatter block);
+    ``as_read``: every key's value as first read, the missing ones taken from the file's path
+    and time; ``content``: the statement as read; ``pinned``: keys to write with any change
+    (a time read from the file's mtime, which the rewrite itself moves). A rewrite keeps to
+    ``keys`` and adds only what a change sets, so a person's note is never filled in
+    (docs/FORMAT.md).
+    """
+
+    keys: frozenset[str]
+    as_read: Mapping[str, Any]
+    content: str
+    pinned: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
 class Fact:
     """A memory as stored in one markdown file: frontmatter fields plus the body.
 
@@ -209,6 +227,8 @@ class Fact:
     content_hash: str = ""
     # Fields a person added by hand that we do not know: kept and written back untouched.
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    # A note a person wrote without some of our keys; None for a file engram-md wrote whole.
+    hand: HandWritten | None = field(default=None, compare=False)
 
     def with_changes(self, **changes: Any) -> Fact:
         return replace(self, **changes)

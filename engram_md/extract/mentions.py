@@ -130,19 +130,142 @@ def _is_person_mention(text: str, phrase: str, start: int) -> bool:
     return bool(_TO_CONTEXT.search(before) and _TRANSFER_VERB.search(text))
 
 
+# ---------------------------------------------------------------- kinds
+
+# The kinds an entity slug starts with (``<kind>-<name>``): the LLM prompt's types, and
+# ``entity`` when the words around a name do not say what it is.
+ENTITY_KINDS = frozenset({"person", "org", "project", "tool", "place", "other", "entity"})
+
+# Animals people keep: "Dana's cat is called Miso", "our dog, Rex", "Miso the cat". A pet is
+# named like a person and is not one.
+_ANIMAL = (
+    r"(?:cat|cats|kitten|kitty|dog|dogs|puppy|pup|pet|pets|hamster|rabbit|bunny|parrot|bird"
+    r"|budgie|horse|pony|fish|goldfish|turtle|tortoise|snake|lizard|gecko|ferret|guinea\s+pig"
+    r"|chinchilla|hedgehog|rat|mouse|cockatiel|canary|goat|pig|cow|chicken|hen)"
+)
+_OWNER = rf"(?:my|our|his|her|their|your|the|a|an|\w+{APOSTROPHE}s)"
+_PET_BEFORE = re.compile(
+    rf"\b{_OWNER}\s+(?:\w+\s+)?{_ANIMAL}\s*,?(?:\s+(?:is|was|'s|’s))?"
+    r"(?:\s+(?:named|called))?\s*,?\s*$",
+    re.IGNORECASE,
+)
+_PET_AFTER = re.compile(rf"^\s*,?\s*{_OWNER}\s+(?:\w+\s+)?{_ANIMAL}\b", re.IGNORECASE)
+
+# The last word of an organization's name: "Acme Inc", "Initech GmbH", "Acme Robotics".
+_ORG_SUFFIX = frozenset(
+    """
+    inc inc. incorporated ltd ltd. llc llp gmbh ag sa plc corp corp. corporation co co.
+    company companies labs lab technologies technology tech systems group holdings partners
+    ventures capital bank university college school institute foundation agency studio
+    studios robotics software analytics consulting solutions networks media pharma
+    pharmaceuticals motors airlines airways energy insurance hospital clinic
+    """.split()
+)
+# Where someone works: "works at Acme", "an intern for Initech", "hired by Globex".
+_ORG_BEFORE = re.compile(
+    r"\b(?:work|works|worked|working|employed|intern|interns|interned|interning|job|jobs"
+    r"|position|role|hired|internship|offer)\s+(?:\w+\s+){0,2}?(?:at|for|by|with)\s+$",
+    re.IGNORECASE,
+)
+# What someone works on: "working on Atlas", "the Atlas project".
+_PROJECT_BEFORE = re.compile(
+    r"\b(?:work|works|worked|working|build|builds|building|built|ship|ships|shipping|shipped"
+    r"|launch|launched|launching|lead|leads|leading|led)\s+on\s+(?:the\s+)?$"
+    r"|\b(?:project|codename|code\s+name)\s+$",
+    re.IGNORECASE,
+)
+_PROJECT_AFTER = re.compile(r"^\s+(?:project|initiative|rewrite|migration)\b", re.IGNORECASE)
+# Software: what follows its name ("the Django framework"), or what one does with it.
+_TOOL_AFTER = re.compile(
+    r"^\s+(?:\d[\w.]*\s+)?(?:library|libraries|framework|database|db|language|editor|ide|cli"
+    r"|sdk|api|app|apps|tool|tools|plugin|plugins|extension|package|packages|server|cluster"
+    r"|engine|compiler|runtime|repo|repository|module|script|scripts|container|image"
+    r"|driver|queue|cache|dashboard|pipeline|workflow|client|shell|terminal|browser)\b",
+    re.IGNORECASE,
+)
+_TOOL_BEFORE = re.compile(
+    r"\b(?:use|uses|used|using|install|installs|installed|installing|upgrade|upgrades"
+    r"|upgraded|upgrading|downgrade|downgraded|migrate|migrates|migrated|migrating|switch"
+    r"|switches|switched|switching|deploy|deploys|deployed|deploying|configure|configured"
+    r"|run|runs|running|code|codes|coding|write|writes|writing|program|programming|debug"
+    r"|debugging)\s+(?:(?:to|from|in|on|with)\s+)?$",
+    re.IGNORECASE,
+)
+# A name with a version after it is software: "PostgreSQL 16", "Python 3.12".
+_VERSIONED = re.compile(r"\s\d+(?:\.\d+)*$")
+# Where someone is, goes or comes from: "lives in Lisbon", "moved to Munich", "is from Porto".
+_PLACE_BEFORE = re.compile(
+    r"\b(?:live|lives|lived|living|move|moves|moved|moving|relocate|relocated|relocating|born"
+    r"|raised|grew\s+up|based|stay|stays|stayed|staying|travel|travels|traveled|travelled"
+    r"|traveling|travelling|trip|trips|flight|flights|flew|fly|flies|flying|vacation"
+    r"|vacationing|holiday|holidays|went|go|goes|going|gone|been|back|home|located|head"
+    r"|heading|headed|drive|drove|driving|hike|hiked|hiking|visit|visits|visited|visiting"
+    r"|arrive|arrived|arriving|land|landed)\s+(?:back\s+)?(?:to|in|from|at|near|around"
+    r"|through|across)\s+$"
+    r"|\b(?:am|is|are|was|were|be|come|comes|came|originally)\s+from\s+$",
+    re.IGNORECASE,
+)
+
+
+def _kind(text: str, phrase: str, start: int, known: set[str]) -> str:
+    """What the words around ``phrase`` (at ``start`` in ``text``) say it is; ``entity``
+    when they say nothing. Rules run from the surest: a known person, a pet, a person's
+    context, then an organization, a project, a tool and a place."""
+    before = text[max(0, start - 60) : start]
+    after = text[start + len(phrase) : start + len(phrase) + 40]
+    if phrase.lower() in known:
+        return "person"
+    if _PET_BEFORE.search(before) or _PET_AFTER.search(after):
+        return "entity"
+    if _is_person_mention(text, phrase, start):
+        return "person"
+    last = phrase.split()[-1].lower()
+    if (" " in phrase and last in _ORG_SUFFIX) or _ORG_BEFORE.search(before):
+        return "org"
+    if _PROJECT_BEFORE.search(before) or _PROJECT_AFTER.search(after):
+        return "project"
+    if _VERSIONED.search(phrase) or _TOOL_AFTER.search(after) or _TOOL_BEFORE.search(before):
+        return "tool"
+    if _PLACE_BEFORE.search(before):
+        return "place"
+    return "entity"
+
+
+def _paired_kinds(text: str, found: list[tuple[str, int, str]]) -> list[tuple[str, int, str]]:
+    """ "from MySQL to PostgreSQL 16": when one side of a move is a tool or a place and the
+    other is unknown, the other is one too."""
+    out = list(found)
+    for i, (phrase, start, kind) in enumerate(found[:-1]):
+        nxt_phrase, nxt_start, nxt_kind = found[i + 1]
+        between = text[start + len(phrase) : nxt_start]
+        if not re.fullmatch(r"\s+to\s+", between) or not re.search(
+            r"\bfrom\s+$", text[max(0, start - 10) : start], re.IGNORECASE
+        ):
+            continue
+        kinds = {kind, nxt_kind}
+        for shared in ("tool", "place"):
+            if shared in kinds and kinds <= {shared, "entity"}:
+                out[i] = (phrase, start, shared)
+                out[i + 1] = (nxt_phrase, nxt_start, shared)
+    return out
+
+
 def statement_entities(
     text: str, speakers: Iterable[str], people: frozenset[str]
 ) -> tuple[str, ...]:
+    """Entity slugs ``<kind>-<name>``: the speakers, then every name the statement holds,
+    of the kind the words around it say (:func:`_kind`)."""
     out: list[str] = []
     for speaker in speakers:
         if speaker and not speaker.lower().startswith("the "):
             out.append(f"person-{safe_slug(speaker)}")
     known = {p.lower() for p in people}
-    for phrase, start in _proper_nouns(text, people):
-        if phrase.lower() in known or _is_person_mention(text, phrase, start):
-            out.append(f"person-{safe_slug(phrase)}")
-        else:
-            out.append(f"entity-{safe_slug(phrase)}")
+    found = [
+        (phrase, start, _kind(text, phrase, start, known))
+        for phrase, start in _proper_nouns(text, people)
+    ]
+    for phrase, _, kind in _paired_kinds(text, found):
+        out.append(f"{kind}-{safe_slug(phrase)}")
     return tuple(dict.fromkeys(out))[:MAX_ENTITIES]
 
 

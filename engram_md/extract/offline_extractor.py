@@ -30,10 +30,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
+import regex
 
 from ..core.config import OfflineConfig
 from ..core.errors import EmbeddingError
 from ..core.models import CandidateFact, Category, Level, MemoryKind, Source, Turn
+from ..text.claims import states_something
 from ..text.dates import resolve_relative_dates
 from ..text.embeddings import Embedder
 from ..text.requests import is_request
@@ -112,6 +114,15 @@ class _Chunk:
     @property
     def tokens(self) -> int:
         return estimate_tokens(self.text)
+
+
+def _states(matches: Sequence[Pattern]) -> bool:
+    """A statement of how someone's life stands: one word says it ("I'm vegetarian")."""
+    return any(m.name in ("identity_status", STATES_SOMETHING.name) for m in matches)
+
+
+# The signal of a sentence no pattern hit that still states how someone's life stands.
+STATES_SOMETHING = Pattern("states_something", Level.HIGH, regex.compile(r"(?!)"), Category.FACT)
 
 
 def _level(matches: Sequence[Pattern]) -> Level:
@@ -248,7 +259,9 @@ class OfflineExtractor:
                     content, Category.FACT, 0.95, turn, intro.name, people | {intro.name}
                 )
         if not matches:
-            return None
+            if not states_something(body):
+                return None
+            matches = [STATES_SOMETHING]  # a later statement may update it: keep it whole
         body = resolve_relative_dates(body, turn.timestamp)
         imperative = imperative_request(body, had_please)
         if imperative is not None:
@@ -260,7 +273,7 @@ class OfflineExtractor:
             content = rewriter.rewrite(body)
         content = finish_statement(TRAILING_FILLER.sub("", content))
         ignore = rewriter.name.split() + rewriter.listener.split() + ["team"]
-        if len(spoken_content_words(content, ignore=ignore)) < 2:
+        if len(spoken_content_words(content, ignore=ignore)) < 2 and not _states(matches):
             return None  # "I love it!" → nothing to remember on its own
         category = _category(matches)
         confidence = self._confidence(matches, category, body, imperative is not None)

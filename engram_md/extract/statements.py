@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 # An apostrophe as people type it: straight or curly.
 APOSTROPHE = "['’]"
@@ -207,6 +207,17 @@ _PRONOUN = re.compile(
 )
 
 
+# Words of home life: a "we" beside them is a family ("we have two kids", "we moved to
+# Munich"), not the team "we" of work talk ("we deploy on Fridays").
+_HOME_LIFE = re.compile(
+    r"\b(?:kids?|children|child|baby|babies|sons?|daughters?|wife|husband|partner|married"
+    r"|wedding|engaged|honeymoon|house|home|apartment|flat|neighbou?rhood"
+    r"|(?:moved|moving|relocated)\s+(?:back\s+)?(?:to|into|out\s+of|from)\s+(?-i:[A-Z])"
+    r"|dogs?|cats?|pets?|puppy|kitten|vacation|holiday|family|parents|grandkids|eloped|honeymoon)\b",
+    re.IGNORECASE,
+)
+
+
 _CONTRACTION = {"m": "is", "re": "is", "ve": "has", "ll": "will", "d": "would"}
 
 
@@ -216,10 +227,11 @@ class StatementRewriter:
 
     name: str  # the speaker, as the statement should name them
     listener: str = "the assistant"
+    household: bool = False  # "we" is the speaker's family, not a team at work
 
     @property
     def group(self) -> str:
-        return f"{self.name}'s team"
+        return f"{self.name}'s family" if self.household else f"{self.name}'s team"
 
     def _object(self, word: str) -> str:
         low = word.lower()
@@ -237,6 +249,8 @@ class StatementRewriter:
 
     def rewrite(self, text: str) -> str:
         """``text`` in the third person: "I'll send my plan" → "Dana will send Dana's plan"."""
+        if not self.household and _HOME_LIFE.search(text):
+            return replace(self, household=True).rewrite(text)
         text = _INLINE_FILLER.sub(",", text)
         out: list[str] = []
         pos = 0

@@ -36,6 +36,7 @@ from .factrows import row_at, row_path, stat_mtime
 from .reconcile import Progress, Reconciler, ReconcileReport
 from .saidindex import index_said_files, sync_said
 from .similar import same_specifics, word_overlap
+from .storage import index_location
 from .table import IndexRow, MemoryIndex
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ class Indexer:
         *,
         reconcile: bool = True,
     ) -> Indexer:
-        index = MemoryIndex.open(layout.index_dir, embedder)
+        index = MemoryIndex.open(index_location(cfg.index, layout.index_dir), embedder)
         indexer = cls(cfg, layout, store, index, embedder)
         if index.rebuild_reason is not None and index.rebuild_reason != "new index":
             log.info("rebuilding the search index: %s", index.rebuild_reason)

@@ -26,6 +26,7 @@ from lancedb.query import FullTextOperator, MatchQuery  # noqa: E402
 
 from ..core.errors import IndexError_  # noqa: E402
 from .rows import COLUMNS, META_DIM, META_MODEL, META_SCHEMA, SCHEMA_VERSION  # noqa: E402
+from .storage import IndexLocation  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -59,17 +60,21 @@ _FTS_INDEX = "content_idx"
 _ID_INDEX = "id_idx"
 
 
-def connect(path: Path) -> Any:
-    """A LanceDB connection whose caches are bounded (see _INDEX_CACHE_BYTES)."""
+def connect(where: Path | IndexLocation) -> Any:
+    """A LanceDB connection whose caches are bounded (see _INDEX_CACHE_BYTES), to a folder or
+    to an index in an object store (with its storage options)."""
+    location = where if isinstance(where, IndexLocation) else IndexLocation.local(where)
     session = lancedb.Session(
         index_cache_size_bytes=_INDEX_CACHE_BYTES,
         metadata_cache_size_bytes=_METADATA_CACHE_BYTES,
     )
-    return lancedb.connect(str(path), session=session)
+    return lancedb.connect(
+        location.uri, storage_options=dict(location.options) or None, session=session
+    )
 
 
 def stored_table(
-    db: Any, path: Path, model_id: str, dim: int, *, may_rebuild: bool
+    db: Any, location: IndexLocation, model_id: str, dim: int, *, may_rebuild: bool
 ) -> tuple[Any | None, str | None]:
     """The stored table and why it must be rebuilt: (table, None) when it can be used as it
     is, (None, reason) when a new, empty one is needed. Only a writer (``may_rebuild``) may
@@ -77,7 +82,7 @@ def stored_table(
     if TABLE_NAME not in db.list_tables().tables:
         if not may_rebuild:
             raise IndexError_(
-                f"there is no search index at {path} yet: the process writing to the "
+                f"there is no search index at {location} yet: the process writing to the "
                 "memory folder creates it; try again in a moment"
             )
         return None, "new index"
@@ -86,24 +91,33 @@ def stored_table(
     except UNOPENABLE_TABLE as exc:
         if not may_rebuild:
             raise IndexError_(
-                f"the search index at {path} cannot be opened ({exc}): if the daemon is "
+                f"the search index at {location} cannot be opened ({exc}): if the daemon is "
                 "starting, try again in a moment; otherwise the daemon rebuilds it when it "
                 "starts, or stop it and run `engram-md doctor --repair`"
             ) from exc
-        kept = set_aside(path)
-        log.warning(
-            "the search index could not be opened (%s); moved it to %s and building a new "
-            "one from the memory folder",
-            exc,
-            kept,
-        )
+        local = location.local_dir
+        if local is None:
+            # An object store has no rename to set it aside with: the index is derived, so
+            # it is dropped and rebuilt from the memory folder.
+            db.drop_table(TABLE_NAME)
+            log.warning(
+                "the search index at %s could not be opened (%s); rebuilding it", location, exc
+            )
+        else:
+            kept = set_aside(local)
+            log.warning(
+                "the search index could not be opened (%s); moved it to %s and building a new "
+                "one from the memory folder",
+                exc,
+                kept,
+            )
         return None, f"the stored index could not be opened ({exc})"
     reason = layout_mismatch(table.schema, model_id, dim)
     if reason is None:
         return table, None
     if not may_rebuild:
         raise IndexError_(
-            f"the search index at {path} was built with another embedding model "
+            f"the search index at {location} was built with another embedding model "
             f"or layout ({reason}); only the writer may rebuild it: use the "
             "daemon's configuration, or stop the daemon and run `engram-md reindex`"
         )

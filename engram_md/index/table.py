@@ -24,7 +24,8 @@ Where the work happens, and why:
   (all the library uses) are evaluated on the resident columns; any other SQL is LanceDB's.
   The result is kept per filter as a row mask and extended incrementally after writes.
 * Writes from another process are noticed by the table version, checked at most once a
-  second; the resident copy is then reloaded.
+  second (a read-only daemon: every ``index.refresh_seconds``); the resident copy is then
+  reloaded. The table may be in an object store (:mod:`.storage`): the same holds there.
 * A long-running writer (the daemon) may hold its writes back (:meth:`MemoryIndex.hold_writes`):
   each write reaches the resident copy at once, so this process's searches see it, but
   LanceDB gets them together, at most once per period and always before LanceDB itself is
@@ -71,6 +72,7 @@ from .rows import (
     row_schema,
     rows_to_arrow,
 )
+from .storage import IndexLocation
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +85,8 @@ _AUTO_OPTIMIZE_WRITES = 32
 # version at least once a second (_FRESHNESS_SECONDS), so a minute is ample; longer costs
 # time, since every cleanup walks all the versions it keeps (thousands an hour in a daemon).
 _KEEP_OLD_VERSIONS = timedelta(minutes=1)
-# How often a reader looks for writes made by another process.
+# How often a reader looks for writes made by another process (by default; a read-only
+# daemon on another machine sets its own, index.refresh_seconds).
 _FRESHNESS_SECONDS = 1.0
 # Long id lists are split so a generated SQL filter stays a reasonable size.
 _ID_CHUNK = 512
@@ -116,14 +119,16 @@ class MemoryIndex:
 
     def __init__(
         self,
-        path: Path,
+        location: IndexLocation,
         db: Any,
         table: Any,
         embedder: Embedder,
         dim: int,
         rebuild_reason: str | None,
+        refresh_seconds: float = _FRESHNESS_SECONDS,
     ) -> None:
-        self._path = path
+        self.location = location
+        self._refresh_seconds = refresh_seconds
         self._db = db
         self._table = table
         self._schema: pa.Schema = table.schema
@@ -144,8 +149,15 @@ class MemoryIndex:
     # ------------------------------------------------------------------ opening
 
     @classmethod
-    def open(cls, path: Path, embedder: Embedder, *, may_rebuild: bool = True) -> MemoryIndex:
-        """Open the index at ``path``, creating it if missing.
+    def open(
+        cls,
+        where: Path | IndexLocation,
+        embedder: Embedder,
+        *,
+        may_rebuild: bool = True,
+        refresh_seconds: float = _FRESHNESS_SECONDS,
+    ) -> MemoryIndex:
+        """Open the index in the folder or at the location ``where``, creating it if missing.
 
         If the stored table was built for another embedder (model id or width) or another row
         layout, it is dropped and recreated empty; if it cannot be opened at all (a kill -9
@@ -157,19 +169,24 @@ class MemoryIndex:
         Only the holder of the writer lock may do that. A reader (``may_rebuild=False``: a
         recall or search beside the daemon) must not wipe the table the writer fills, nor race
         it creating one, so it gets :class:`IndexError_` instead and nothing is changed.
+
+        ``refresh_seconds``: how often reads look for a newer table version another process
+        committed (and then reload the resident copy).
         """
+        location = where if isinstance(where, IndexLocation) else IndexLocation.local(where)
         dim = embedder.dim
         model_id = embedder.model_id
-        with _mapped(f"open at {path}"):
-            path.mkdir(parents=True, exist_ok=True)
-            db = connect(path)
-            table, reason = stored_table(db, path, model_id, dim, may_rebuild=may_rebuild)
+        with _mapped(f"open at {location}"):
+            if location.local_dir is not None:
+                location.local_dir.mkdir(parents=True, exist_ok=True)
+            db = connect(location)
+            table, reason = stored_table(db, location, model_id, dim, may_rebuild=may_rebuild)
             if table is None:
                 table = db.create_table(TABLE_NAME, schema=row_schema(dim, model_id))
                 crashpoint("index.create")  # a table without its indices yet
             if may_rebuild:
                 ensure_search_indices(table)
-        return cls(path, db, table, embedder, dim, reason)
+        return cls(location, db, table, embedder, dim, reason, refresh_seconds)
 
     @property
     def needs_rebuild(self) -> bool:
@@ -515,7 +532,7 @@ class MemoryIndex:
             # compaction has just replaced both: what the caches hold will not be read again,
             # yet it stays until evicted, so a daemon grew towards the caches' bound over a
             # whole 100k-turn run. A new connection starts them empty: they keep one cycle.
-            self._db = connect(self._path)
+            self._db = connect(self.location)
             self._table = self._db.open_table(TABLE_NAME)
             # Compaction rewrites files, not rows: the resident copy stays true.
             resident = self._resident
@@ -527,7 +544,7 @@ class MemoryIndex:
     def _current(self) -> Resident:
         """The resident copy, loaded on first use and reloaded after another process wrote."""
         now = time.monotonic()
-        if self._resident is not None and now - self._checked_at < _FRESHNESS_SECONDS:
+        if self._resident is not None and now - self._checked_at < self._refresh_seconds:
             return self._resident
         with _mapped("read"):
             self._table.checkout_latest()

@@ -13,8 +13,10 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import CancelledError, Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
@@ -40,6 +42,27 @@ TRIM_SECONDS = 30.0
 
 _STOP = "stop"
 _STDIN_EOF = "stdin-eof"
+T = TypeVar("T")
+
+
+class RunnerBusy(Exception):
+    """A call on the consumer thread did not run in time (the daemon is stopping or busy)."""
+
+
+class _Call:
+    """Work another thread hands to the consumer thread, which owns every write."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+        self.future: Future[Any] = Future()
+
+    def run(self) -> None:
+        if not self.future.set_running_or_notify_cancel():
+            return  # the caller gave up waiting
+        try:
+            self.future.set_result(self.fn())
+        except BaseException as exc:  # handed to the caller, which reports it
+            self.future.set_exception(exc)
 
 
 class Runner:
@@ -80,6 +103,24 @@ class Runner:
             self.ingest_stream(handle, str(path))
 
     # ------------------------------------------------------------ daemon
+    def call(self, fn: Callable[[], T], *, timeout: float) -> T:
+        """Run ``fn`` on the consumer thread, between turns, and return what it returns.
+
+        A remember or a forget asked over HTTP writes the folder: it must not race the
+        pipeline. RunnerBusy when it has not started within ``timeout`` seconds (it then never
+        runs); its own exception otherwise.
+        """
+        call = _Call(fn)
+        try:
+            self._queue.put(call, timeout=timeout)
+            return call.future.result(timeout=timeout)
+        except (queue.Full, FutureTimeout):
+            if call.future.cancel():
+                raise RunnerBusy(f"the daemon did not take the work within {timeout:g} s") from None
+            return call.future.result()  # it started in the meantime: wait for it
+        except CancelledError:
+            raise RunnerBusy("the daemon is stopping") from None
+
     def run(
         self,
         *,
@@ -117,7 +158,9 @@ class Runner:
                     if stdin_only:
                         break
                     continue
-                if isinstance(item, Path):
+                if isinstance(item, _Call):
+                    item.run()
+                elif isinstance(item, Path):
                     self._drain_files([item])
                 else:
                     for turn in item:
@@ -128,7 +171,19 @@ class Runner:
                 observer.join(timeout=5)
             if watch:
                 self.catch_up(watch)
+            self._cancel_calls()
             self.pipeline.flush()
+
+    def _cancel_calls(self) -> None:
+        """Calls still queued when the loop ends are refused, not left waiting (nothing reads
+        the queue any more, as before)."""
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(item, _Call):
+                item.future.cancel()
 
     def _install_signal_handlers(self, stop: threading.Event) -> None:
         def handler(signum: int, _frame: Any) -> None:

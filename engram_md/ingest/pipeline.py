@@ -34,13 +34,15 @@ from ..core.telemetry import ActionLog
 from ..extract import normalize
 from ..extract.extractor import Extractor
 from ..extract.speakers import SpeakerBook
+from ..store.entity_pages import EntityPages
 from ..store.fact_store import MemoryStore
 from ..store.said import SaidLog
 from ..text.hashing import content_hash
 from ..text.signals import SignalScanner
-from .buffer import Batch, SmartBuffer
+from .buffer import Batch, SmartBuffer, Trigger
 from .journal import Journal
 from .sanitize import sanitize_turn
+from .updating import UpdateTracker
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +109,8 @@ class Pipeline:
         indexer: Indexer | None = None,
         structure: Organizer | None = None,
         said: SaidLog | None = None,
+        updates: UpdateTracker | None = None,
+        pages: EntityPages | None = None,
         on_extraction: Callable[[], None] | None = None,
         sleep: Callable[[float], None] | None = None,
     ) -> None:
@@ -120,6 +124,8 @@ class Pipeline:
         self.indexer = indexer
         self.structure = structure
         self.said = said
+        self.updates = updates
+        self.pages = pages
         self.on_extraction = on_extraction
         self.buffer = SmartBuffer(cfg.buffer)
         self.stats = Stats()
@@ -155,6 +161,36 @@ class Pipeline:
             return
         self.stats.turns_received += 1
         self._buffer_turn(clean)
+
+    def keep(self, turn: Turn, note: Callable[[Turn, str], CandidateFact]) -> bool:
+        """A statement a person asked to keep (``ingest/remember.py``): sanitized and
+        journaled like any turn, then extracted at once, on its own. When the extractor finds
+        no note in it (no signal, only an episode, or it fails), ``note`` makes one from the
+        clean turn and its speaker's name: it is kept all the same. False when nothing is
+        left after sanitizing, or the same turn was received before."""
+        clean = sanitize_turn(turn, self.cfg.sanitize)
+        if clean is None:
+            self.stats.turns_empty += 1
+            return False
+        if not self.journal.append(clean):
+            self.stats.turns_replayed += 1
+            return False
+        self.stats.turns_received += 1
+        if self.speakers.observe(clean):
+            self._save_speakers()
+        name = self.speakers.name_for(clean)
+        try:
+            found = self.extractor.extract([clean], {clean.id: name})
+        except ExtractionError as exc:
+            log.warning("extraction failed for a statement to keep (%s); kept as said", exc)
+            found = []
+        notes = [c for c in found if c.memory_kind is not MemoryKind.EPISODE]
+        for candidate in notes or [note(clean, name)]:
+            self._store(candidate)
+        batch = Batch(clean.session, (clean,), Trigger.HIGH)
+        self._done(batch)
+        self._note_extraction(batch, len(notes) or 1)
+        return True
 
     def _buffer_turn(self, turn: Turn) -> None:
         if self.speakers.observe(turn):
@@ -253,6 +289,8 @@ class Pipeline:
             changed = self.said.record(batch.turns, speakers)
             if changed and self.indexer is not None:
                 self.indexer.upsert_said(changed)
+        if self.pages is not None:
+            self.pages.flush()  # the entity pages the batch's fact files link to
         self.journal.mark_done(batch.turns)
         self.buffer.drop(batch)
         if self.indexer is not None:
@@ -296,11 +334,18 @@ class Pipeline:
         if existing is not None:
             self._confirm(existing[0], existing[1], fact, how)
             return
+        older = self.updates.updated_by(fact) if self.updates is not None else []
+        if older:
+            fact = fact.with_changes(supersedes=(*fact.supersedes, *(i for i, _ in older)))
         if self.structure is not None:
             fact = self.structure.prepare(fact)  # may seal a box; sets the fact's boxId
         path = self.store.write_new(fact)
+        if self.updates is not None:
+            self.updates.written(path, fact, older)
         if self.structure is not None:
             self.structure.add(path, fact)
+        if self.pages is not None:
+            self.pages.note(path, fact)
         rel = self.store.layout.relative(path)
         self.stats.facts_written += 1
         self.stats.written_paths.append(rel)
@@ -328,10 +373,15 @@ class Pipeline:
         """
         fresh = [t for t in new.source_turn_ids if t not in existing.source_turn_ids]
         rel = self.store.layout.relative(path)
+        if self.pages is not None:
+            # A replay, or an older file about to gain its links: its pages must exist.
+            self.pages.note(path, existing)
         if not fresh:
             if self.structure is not None:
                 # A replay after a crash: the box membership or edges may not have been saved.
                 self.structure.recover(path, existing)
+            if self.updates is not None:
+                self.updates.recover(existing)
             self.actions.record(
                 "update_note", "skipped", "already_confirmed_by_these_turns", memory_id=existing.id
             )

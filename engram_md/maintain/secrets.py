@@ -55,7 +55,9 @@ from ..organize.boxes import BoxBuilder
 from ..organize.boxfile import BoxEdit, add_box_members, box_files, read_box
 from ..organize.graph import GraphStore
 from ..organize.traces import update_traces
+from ..store.entity_pages import looks_generated
 from ..store.factfile import read_fact
+from ..store.links import entity_page
 from ..store.said import is_said_rel, said_files
 from ..text.embeddings import CachedEmbedder
 from ..text.hashing import content_hash
@@ -239,9 +241,12 @@ def redact_fact(fact: Fact, redact: Redact) -> Fact:
 
 
 def _repair_facts(parts: FolderParts, redact: Redact) -> tuple[set[str], list[str]]:
-    """Rewrite the fact files that hold a secret; their ids, and their texts as they were."""
+    """Rewrite the fact files that hold a secret; their ids, and their texts as they were.
+    An entity that was a secret ("entity-<token>") loses its generated page: the page's name
+    is the secret."""
     ids: set[str] = set()
     old_texts: list[str] = []
+    dropped: set[str] = set()
     for path in parts.store.fact_paths():
         try:
             fact = read_fact(path)
@@ -252,6 +257,12 @@ def _repair_facts(parts: FolderParts, redact: Redact) -> tuple[set[str], list[st
             parts.store.rewrite(path, clean)
             ids.add(fact.id)
             old_texts.append(fact.content)
+            dropped.update(set(fact.entities) - set(clean.entities))
+    for raw in sorted(dropped):
+        name = entity_page(raw)
+        page = parts.layout.entities_dir / name if name else None
+        if page is not None and looks_generated(read_text(page)):
+            page.unlink(missing_ok=True)
     return ids, old_texts
 
 

@@ -6,15 +6,46 @@ session's open box or first seals it, for the first of these reasons, checked in
 1. ``idle`` — the fact came more than ``idle_minutes`` of *transcript* time after the box's last
    activity. Checked first because a long silence ends a conversation whatever its subject.
 2. ``max_memories`` — the box would hold more than ``max_memories`` facts.
-3. ``topic_shift`` — the fact's topics overlap the box's by less than ``min_topic_overlap``
-   (:func:`engram_md.organize.topics.topic_overlap`).
+3. ``topic_shift`` — the talk has moved on: the fact is off the box's subject, and so were the
+   ``shift_after - 1`` facts just before it, which are on one subject with it (a new one).
+
+Whether a fact is on a subject is read from what it says. With an embedder (the writer always
+has one) it is the cosine of the statement's vector with the mean vector of the facts that make
+the subject, at least ``min_similarity``; the vectors are the ones near-duplicate detection
+already asked for, so the check costs a cache lookup. Without one it is the overlap of the
+fact's topics with theirs (:func:`~engram_md.organize.topics.topic_overlap`), at least
+``min_topic_overlap``. A box's subject is its members before the current run of off-subject
+facts (``OpenBox.drift``): one digression ("always use uv, by the way") joins the box and
+seals nothing, and a run of unrelated digressions seals nothing either; only a run that holds
+together (each fact on the run's subject by the same test) is a new subject.
+
+The run's first facts stay in the box they joined: a fact's box is named in its file when it
+is written (:meth:`BoxBuilder.target_id`), before the facts that would show the talk moved on.
+With ``shift_after`` 2 a shift is placed one fact late; that is the price of never rewriting a
+fact to move it.
+
+Until a box's subject has ``shift_after`` facts it is not settled: every fact adds to it, since
+one fact is too little to say what a box is about.
+
+Measured with ``python -m bench.boxes_bench`` (offline extractor, MiniLM): the sample talk's
+09:00-09:07 part about one migration is one box of five facts (at every ``min_similarity``
+from 0.3 to 0.6), where a single fact off the subject sealing the box (the earlier rule) made
+one box per fact. ``min_similarity`` was chosen on LoCoMo conv-26 (``--sweep
+min_similarity=...``): 0.3 to 0.65 cut 1 to 14 of its 19 sessions, and the cuts stay real (a
+memory is closer to its own box than to the neighbouring one by a mean cosine of 0.10-0.15)
+up to 0.5 (10 sessions cut, 1.58 boxes a session, no one-memory box); from 0.6 that falls to
+0.08 and one-memory boxes appear. On conv-30, held out: 1.58 boxes a session, 8 sessions cut,
+0.04. Statements name their speaker ("<name> went...", "<name> loves..."), which makes their
+vectors alike across subjects: that is why the threshold sits higher than a topic's cosine
+alone would suggest.
 
 ``end_of_session`` and ``end_of_input`` seal from outside (a flush). The builder only decides
 and remembers; writing the box file and weaving the trace is :mod:`engram_md.organize.structure`'s
 job.
 
-Everything here is derived from transcript data (fact ids, fact times), never from the wall
-clock or randomness: replaying a transcript into a fresh folder gives the same boxes.
+Everything here is derived from transcript data (fact ids, times, statements and their
+vectors), never from the wall clock or randomness: replaying a transcript into a fresh folder
+gives the same boxes.
 """
 
 from __future__ import annotations
@@ -28,14 +59,17 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..core.config import BoxConfig
 from ..core.errors import MemoryFileError
 from ..core.models import Fact
 from ..core.paths import MemoryLayout
 from ..core.statefile import load_json, save_json
 from ..store.factfile import format_time, read_fact
+from ..text.embeddings import Embedder
 from ..text.hashing import short_hash
-from .topics import fact_topics, topic_overlap
+from .topics import subject_topics, topic_overlap
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +97,9 @@ class BoxMember:
     category: str = ""
     importance: float = 0.0
     created: datetime | None = None
+    # What the fact is about, while its box is open (the topic check without an embedder);
+    # a box file does not keep it.
+    topics: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, fact: Fact, rel_path: str) -> BoxMember:
@@ -84,13 +121,21 @@ class OpenBox:
     last_activity: datetime
     members: tuple[BoxMember, ...]
     topic_counts: tuple[tuple[str, int], ...]  # sorted by topic
+    # How many of the last members were off the box's subject, one run on a subject of their
+    # own; the members before them make the subject.
+    drift: int = 0
 
     @property
     def topics(self) -> frozenset[str]:
         return frozenset(topic for topic, _ in self.topic_counts)
 
-    def ranked_topics(self, limit: int = MAX_BOX_TOPICS) -> tuple[str, ...]:
-        return rank_topics(self.topic_counts, limit)
+    @property
+    def subject(self) -> tuple[BoxMember, ...]:
+        return self.members[: len(self.members) - self.drift]
+
+    @property
+    def digression(self) -> tuple[BoxMember, ...]:
+        return self.members[len(self.members) - self.drift :]
 
     def has(self, fact_id: str) -> bool:
         return any(m.id == fact_id for m in self.members)
@@ -104,6 +149,15 @@ class Seal:
     box: OpenBox
     reason: SealReason
     at: datetime  # transcript time the seal was decided at
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        """The sealed box's topics. A topic shift leaves out the run of facts that began the
+        new subject: they stay members (their files name this box), but the box was not
+        about them."""
+        shifted = self.reason is SealReason.TOPIC_SHIFT
+        members = self.box.subject if shifted else self.box.members
+        return rank_topics((m.topics, m.importance) for m in members)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,18 +178,24 @@ class Box:
     members: tuple[BoxMember, ...]
 
 
-def rank_topics(counts: Iterable[tuple[str, int]], limit: int = MAX_BOX_TOPICS) -> tuple[str, ...]:
-    """The most frequent topics first (ties alphabetical), then sorted for the file."""
-    ranked = sorted(counts, key=lambda item: (-item[1], item[0]))[:limit]
-    return tuple(sorted(topic for topic, _ in ranked))
+def rank_topics(
+    carriers: Iterable[tuple[Iterable[str], float]], limit: int = MAX_BOX_TOPICS
+) -> tuple[str, ...]:
+    """A box's topics from its facts' (topics, importance): the topics most facts share first,
+    among those the ones its more important facts carry (what the box was about rather than
+    a word said in passing), then alphabetical; the ``limit`` first, sorted for the file."""
+    weight: dict[str, tuple[int, float]] = {}
+    for topics, importance in carriers:
+        for topic in topics:
+            count, total = weight.get(topic, (0, 0.0))
+            weight[topic] = (count + 1, total + importance)
+    ranked = sorted(weight.items(), key=lambda item: (-item[1][0], -item[1][1], item[0]))
+    return tuple(sorted(topic for topic, _ in ranked[:limit]))
 
 
 def ranked_topics(facts: Iterable[Fact]) -> tuple[str, ...]:
     """A box's topics from its facts, ranked the way a sealed box ranks them."""
-    counts: Counter[str] = Counter()
-    for fact in facts:
-        counts.update(fact_topics(fact))
-    return rank_topics(counts.items())
+    return rank_topics((subject_topics(fact), fact.importance) for fact in facts)
 
 
 def member_facts(layout: MemoryLayout, members: Iterable[BoxMember]) -> dict[str, Fact]:
@@ -169,12 +229,19 @@ class BoxBuilder:
     """Decides box membership and seals; keeps the open boxes in ``state/open-box.json``."""
 
     def __init__(
-        self, cfg: BoxConfig, path: Path, *, aliases: Mapping[str, str] | None = None
+        self,
+        cfg: BoxConfig,
+        path: Path,
+        *,
+        aliases: Mapping[str, str] | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.cfg = cfg
         self.path = path
         self.aliases = aliases
+        self.embedder = embedder
         self._open: dict[str, OpenBox] = {}
+        self._vectors: dict[str, np.ndarray] = {}  # statement -> vector, for the open boxes
         self._load()
 
     # ------------------------------------------------------------ queries
@@ -185,7 +252,7 @@ class BoxBuilder:
         return [self._open[s] for s in sorted(self._open)]
 
     def topics_of(self, fact: Fact) -> frozenset[str]:
-        return fact_topics(fact, self.aliases)
+        return subject_topics(fact, self.aliases)
 
     # ------------------------------------------------------------ decisions
     def check(self, fact: Fact) -> Seal | None:
@@ -197,28 +264,65 @@ class BoxBuilder:
             return Seal(box, SealReason.IDLE, fact.created)
         if len(box.members) + 1 > self.cfg.max_memories:
             return Seal(box, SealReason.MAX_MEMORIES, fact.created)
-        overlap = topic_overlap(box.topics, self.topics_of(fact))
-        if overlap < self.cfg.min_topic_overlap:
+        if self._drift_after(box, fact) >= self.cfg.shift_after:
             return Seal(box, SealReason.TOPIC_SHIFT, fact.created)
         return None
 
     def target_id(self, fact: Fact) -> str:
-        """The box ``fact`` joins once any seal from :meth:`check` is done."""
+        """The id of the box ``fact`` will join: its session's open box, or the box it opens
+        when there is none or :meth:`check` seals it. Pure, so it may be asked before the fact
+        is written; the box file's path follows from the id (:func:`box_day`)."""
         box = self._open.get(fact.session)
-        return box.id if box is not None else box_id_for(fact)
+        if box is None or self.check(fact) is not None:
+            return box_id_for(fact)
+        return box.id
 
     def seals_at_end(self, reason: SealReason, session: str | None = None) -> list[Seal]:
         """Seals for the open box of ``session`` (or every open box), at its last activity."""
         boxes = self.open_boxes() if session is None else [b for b in [self.open_box(session)] if b]
         return [Seal(box, reason, box.last_activity) for box in boxes]
 
+    def _drift_after(self, box: OpenBox, fact: Fact) -> int:
+        """The box's run of off-subject facts once ``fact`` joins: 0 when the fact is on the
+        box's subject (or the subject is not settled yet), one more when it is on the run's,
+        else 1 (a run of its own)."""
+        if len(box.subject) < self.cfg.shift_after or self._near(fact, box.subject):
+            return 0
+        if box.drift and self._near(fact, box.digression):
+            return box.drift + 1
+        return 1
+
+    def _near(self, fact: Fact, members: tuple[BoxMember, ...]) -> bool:
+        """Is ``fact`` on the subject of ``members``?"""
+        if not members:
+            return True
+        if self.embedder is None:
+            seen = {topic for m in members for topic in m.topics}
+            return topic_overlap(seen, self.topics_of(fact)) >= self.cfg.min_topic_overlap
+        mean = np.mean([self._vector(m.statement) for m in members], axis=0)
+        norm = float(np.linalg.norm(mean))
+        if norm == 0.0:
+            return True
+        return float(self._vector(fact.content) @ mean) / norm >= self.cfg.min_similarity
+
+    def _vector(self, text: str) -> np.ndarray:
+        assert self.embedder is not None
+        vector = self._vectors.get(text)
+        if vector is None:
+            # One text a call, as near-duplicate detection asks: the same vector from the
+            # embedder's cache, and no batch padding to change a last digit between a run
+            # and its replay.
+            vector = self._vectors[text] = self.embedder.embed([text])[0]
+        return vector
+
     # ------------------------------------------------------------ changes
     def join(self, fact: Fact, rel_path: str) -> OpenBox:
         """Add ``fact`` to its session's open box (opening one), and save the state."""
         box = self._open.get(fact.session)
-        member = BoxMember.of(fact, rel_path)
+        topics = self.topics_of(fact)
+        member = replace(BoxMember.of(fact, rel_path), topics=tuple(sorted(topics)))
         counts = Counter(dict(box.topic_counts)) if box is not None else Counter[str]()
-        counts.update(self.topics_of(fact))
+        counts.update(topics)
         topic_counts = tuple(sorted(counts.items()))
         if box is None:
             box = OpenBox(
@@ -238,6 +342,7 @@ class BoxBuilder:
                 topic_counts=topic_counts,
                 last_activity=max(box.last_activity, fact.created),
                 created_at=min(box.created_at, fact.created),
+                drift=self._drift_after(box, fact),
             )
         self._open[fact.session] = box
         self.save()
@@ -255,6 +360,7 @@ class BoxBuilder:
         for session, box in list(self._open.items()):
             if box.id == box_id:
                 del self._open[session]
+                self._forget_vectors(box.members)
                 self.save()
 
     def drop(self, ids: set[str], layout: MemoryLayout) -> dict[str, str]:
@@ -268,18 +374,26 @@ class BoxBuilder:
             if len(kept) == len(box.members):
                 continue
             hits.update({m.id: box.id for m in box.members if m.id in ids})
+            self._forget_vectors(box.members)
             if not kept:
                 del self._open[session]
                 continue
             counts: Counter[str] = Counter()
             for fact in member_facts(layout, kept).values():
                 counts.update(self.topics_of(fact))
+            # The run of off-subject facts loses its dropped members; the first member is
+            # always the subject.
+            drift = min(sum(1 for m in box.digression if m.id not in ids), len(kept) - 1)
             self._open[session] = replace(
-                box, members=kept, topic_counts=tuple(sorted(counts.items()))
+                box, members=kept, topic_counts=tuple(sorted(counts.items())), drift=drift
             )
         if hits:
             self.save()
         return hits
+
+    def _forget_vectors(self, members: Iterable[BoxMember]) -> None:
+        for member in members:
+            self._vectors.pop(member.statement, None)
 
     # ------------------------------------------------------------ state file
     def save(self) -> None:
@@ -306,6 +420,7 @@ def _box_to_json(box: OpenBox) -> dict[str, Any]:
         "createdAt": format_time(box.created_at),
         "lastActivity": format_time(box.last_activity),
         "topicCounts": dict(box.topic_counts),
+        "drift": box.drift,
         "members": [
             {
                 "id": m.id,
@@ -314,6 +429,7 @@ def _box_to_json(box: OpenBox) -> dict[str, Any]:
                 "category": m.category,
                 "importance": m.importance,
                 "created": format_time(m.created) if m.created else None,
+                "topics": list(m.topics),
             }
             for m in box.members
         ],
@@ -333,6 +449,7 @@ def _box_from_json(raw: Any) -> OpenBox:
             category=str(m.get("category", "")),
             importance=float(m.get("importance", 0.0)),
             created=_parse_time(m["created"]) if m.get("created") else None,
+            topics=tuple(str(t) for t in m.get("topics", [])),
         )
         for m in raw["members"]
     )
@@ -346,6 +463,7 @@ def _box_from_json(raw: Any) -> OpenBox:
         last_activity=_parse_time(raw["lastActivity"]),
         members=members,
         topic_counts=tuple(sorted(counts)),
+        drift=min(max(int(raw.get("drift", 0)), 0), max(len(members) - 1, 0)),
     )
 
 

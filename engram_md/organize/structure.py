@@ -32,6 +32,7 @@ from ..core.config import Config
 from ..core.models import Fact
 from ..core.paths import MemoryLayout
 from ..core.telemetry import ACTIONS, ActionLog
+from ..text.embeddings import Embedder
 from .boxes import Box, BoxBuilder, Seal, SealReason, Summarizer
 from .boxfile import box_path, write_box
 from .graph import GraphStore
@@ -55,6 +56,7 @@ class Structure:
         summarizer: Summarizer | None = None,
         on_seal: Callable[[Path, Box], None] | None = None,
         fsync: bool = True,
+        embedder: Embedder | None = None,
     ) -> None:
         self.layout = layout
         self.actions = actions
@@ -65,7 +67,8 @@ class Structure:
         self.traces: TraceWeaver | None = None
         self.graph: GraphStore | None = None
         if cfg.boxes.enabled:
-            self.boxes = BoxBuilder(cfg.boxes, layout.open_box_path)
+            # The embedder tells a box's subject from a digression (organize/boxes.py).
+            self.boxes = BoxBuilder(cfg.boxes, layout.open_box_path, embedder=embedder)
             self.traces = TraceWeaver(cfg.traces, layout.traces_path)
         if cfg.graph.enabled:
             self.graph = GraphStore(layout.graphs_dir, cfg.graph)
@@ -74,7 +77,8 @@ class Structure:
 
     # ------------------------------------------------------------ new facts
     def prepare(self, fact: Fact) -> Fact:
-        """Before writing a new fact: seal what it ends, and give it its box id."""
+        """Before writing a new fact: seal what it ends, and give it its box id
+        (:meth:`BoxBuilder.target_id`), so the fact file names its box when it is created."""
         if self.boxes is None:
             return fact
         seal = self.boxes.check(fact)
@@ -140,7 +144,7 @@ class Structure:
             created_at=open_box.created_at,
             sealed_at=max(seal.at, open_box.last_activity),
             seal_reason=seal.reason.value,
-            topics=open_box.ranked_topics(),
+            topics=seal.topics,
             memory_ids=tuple(m.id for m in open_box.members),
             trace_id=None,
             goal=said.goal,

@@ -1,13 +1,14 @@
 """Topics: the normalized terms that say what a fact is about.
 
-Boxes decide when a conversation drifts, traces decide which boxes continue each other, and
-the entity graph decides which facts share a subject, all by comparing topic sets. Tags and
+Boxes say what they were about and traces decide which boxes continue each other by comparing
+topic sets (:func:`subject_topics`); the folder's topic index files facts under them
+(:func:`fact_topics`); the entity graph matches entities normalized the same way. Tags and
 entity slugs come from different extractors (an LLM, the offline heuristics, a person editing
 a file) and disagree on spelling: "PostgreSQL 16", "postgres", "tool-postgresql". Every term
 therefore goes through one normalization so that those meet:
 
 1. case-folded and slugged (letters and digits joined by hyphens);
-2. an entity's type prefix dropped (``person-dana`` -> ``dana``), in :func:`fact_topics`;
+2. an entity's type prefix dropped (``person-dana`` -> ``dana``), in :func:`entity_topic`;
 3. version numbers dropped (``postgresql-16`` -> ``postgresql``): a version is not a topic;
 4. each word mapped through the known aliases (``postgres`` -> ``postgresql``), else given a
    deliberately simple stemming (plurals, ``-ing``) so "deploys" and "deploy" meet;
@@ -27,6 +28,7 @@ from ..core.paths import safe_slug
 # Type prefixes of entity slugs (``<type>-<name>``): the LLM prompt's types plus the offline
 # extractor's ``entity``. The type says what kind of thing it is, not what the fact is about.
 ENTITY_TYPE_PREFIXES = frozenset({"person", "org", "project", "tool", "place", "other", "entity"})
+PERSON_PREFIX = "person"
 
 # Spellings that name the same thing. Keys and values are already slugged and lowercase.
 KNOWN_ALIASES: Mapping[str, str] = {
@@ -135,10 +137,32 @@ def entity_topic(entity: str, aliases: Mapping[str, str] | None = None) -> str:
     return _normalize(slug, _merged_aliases(aliases))
 
 
-def fact_topics(fact: Fact, aliases: Mapping[str, str] | None = None) -> frozenset[str]:
-    """Topics of one fact: its tags, its entities (without type) and its category."""
+def subject_topics(fact: Fact, aliases: Mapping[str, str] | None = None) -> frozenset[str]:
+    """What one fact is about: its tags and the things it names, not the people.
+
+    Boxes and traces compare these. A category ("fact", "decision") says what kind of memory
+    it is, and a person says who took part: the speakers are named by nearly every fact of
+    their conversations, so with them every box would look like every other. Extractors name
+    speakers and people talked about alike (``person-<name>``), so people are left out, also
+    when a tag repeats the name.
+    """
     table = _merged_aliases(aliases)
+    people: set[str] = set()
     topics = {_normalize(tag, table) for tag in fact.tags}
+    for entity in fact.entities:
+        topic = entity_topic(entity, aliases)
+        is_person = safe_slug(entity, fallback="").partition("-")[0] == PERSON_PREFIX
+        (people if is_person else topics).add(topic)
+    # A tag that is only the name of someone the fact names as a person is that person.
+    topics -= people
+    topics.discard("")
+    return frozenset(topics)
+
+
+def fact_topics(fact: Fact, aliases: Mapping[str, str] | None = None) -> frozenset[str]:
+    """The keys the folder's topic index files a fact under: its subject topics, the people
+    it names and its category."""
+    topics = set(subject_topics(fact, aliases))
     topics.update(entity_topic(entity, aliases) for entity in fact.entities)
     topics.add(fact.category.value)
     topics.discard("")

@@ -1,10 +1,20 @@
 """Traces: sealed boxes about the same thread of work, linked across sessions and days.
 
-When a box is sealed, the weaver compares its topics with every trace that was active within
-``window_days`` of the box (transcript time) and joins the best one whose topic overlap is at
-least ``min_overlap``; ties go to the most recently active trace, then to the smaller id. With
-no such trace the box starts one. A trace's topics are the :data:`MAX_TRACE_TOPICS` topics its
-boxes share most often, so a long trace keeps its subject instead of matching everything.
+When a box is sealed, the weaver compares its topics with those of each box sealed within
+``window_days`` of it (transcript time) and joins the trace of the box it overlaps most, if
+that overlap is at least ``min_overlap`` and above 0 (no shared topic, no thread); ties go
+to the most recently active trace, then to the smaller id. With no such box the box starts a
+trace. Comparing with single boxes rather than a trace's pooled topics lets a thread move on
+(the migration, then its cut-over) without a long trace's pool coming to match everything.
+A trace's topics, for showing, are the :data:`MAX_TRACE_TOPICS` topics its boxes share most
+often.
+
+The defaults (``min_overlap`` 0.2 within 14 days) were chosen on LoCoMo conv-26's 30 boxes
+(``python -m bench.boxes_bench``; its sessions are 1 to 30 days apart): at 0.15 one trace
+gathers 9 boxes, at 0.3 only two boxes find a trace; 30 days at 0.2 make
+an 8-box trace. At the defaults conv-26's boxes make 20 traces (at most 5 boxes), conv-30's
+30 boxes 21 (at most 4); two sessions on one project share a trace
+(tests/test_box_grouping.py).
 
 ``state/traces.json`` holds every trace with its boxes (id, path, times, topics, size): enough
 for ``engram-md traces`` to list them without opening a box file. Weaving is idempotent: a
@@ -84,14 +94,20 @@ class TraceWeaver:
         return sorted(self._traces.values(), key=lambda t: (t.last_seen, t.id), reverse=True)
 
     def best_match(self, topics: tuple[str, ...], at: datetime) -> tuple[str, float] | None:
-        """The trace a box with ``topics``, created at ``at``, would join (and the overlap)."""
+        """The trace a box with ``topics``, created at ``at``, would join (and the overlap):
+        the one holding the box, sealed within the window, whose topics overlap most."""
         window = timedelta(days=self.cfg.window_days)
         best: tuple[float, datetime, str] | None = None
         for trace in self._traces.values():
-            if abs(at - trace.last_seen) > window:
-                continue
-            overlap = topic_overlap(topics, trace.topics)
-            if overlap < self.cfg.min_overlap:
+            overlap = max(
+                (
+                    topic_overlap(topics, b.topics)
+                    for b in trace.boxes
+                    if abs(at - b.sealed_at) <= window
+                ),
+                default=0.0,
+            )
+            if overlap < self.cfg.min_overlap or overlap == 0.0:
                 continue
             # max() over (overlap, recency) with the smaller id winning a full tie.
             key = (overlap, trace.last_seen, trace.id)

@@ -19,13 +19,14 @@ offline extractor, tuned on one and reported on the other (docs/ARCHITECTURE.md 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..index.saidindex import SAID_KIND, said_row_id
 from ..index.table import IndexRow, MemoryIndex
+from ..text.words import content_words
 
 SAID = f"kind = '{SAID_KIND}'"
 # A turn's sentences are looked up by id; a turn longer than this many sentences gets its
@@ -42,13 +43,13 @@ class FusionWeights:
     fact_vote: float = 2.0
     note_weight: float = 2.0
     name_lift: float = 0.3
-    # A sentence of a turn a superseded or invalidated fact was drawn from ("I live in
-    # Berlin" after "we moved to Munich") can be made to sink by this factor. Off (1.0) while
-    # superseding is imprecise: on conv-26 the write-time rules superseded five commitments
-    # that were still true ("Caroline is going to a transgender conference this month"), and
-    # sinking their words by 0.5 cost 0.017 of its evidence recall (temporal 1.000 -> 0.946);
-    # dropping them, 0.024.
-    outdated_factor: float = 1.0
+    # The sentence a superseded or invalidated fact was drawn from ("I live in Berlin" after
+    # "we moved to Munich") is weighed by this factor; 0 leaves it out. Only the sentence
+    # that holds the outdated statement's words, not its whole turn, and only when inactive
+    # memories are not asked for. (When the old write-time rules superseded commitments
+    # that were still true, sinking their turns cost 0.017 of conv-26's evidence recall;
+    # text/claims.py replaced those rules.)
+    outdated_factor: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ def fuse(
     dense: Sequence[str],
     facts: Sequence[IndexRow],
     names: Sequence[str],
-    outdated: set[tuple[str, str]],
+    outdated: Mapping[tuple[str, str], Sequence[frozenset[str]]],
     w: FusionWeights,
 ) -> list[FusedItem]:
     """Sentences and notes in one ranking, best first (see the module's docstring)."""
@@ -125,10 +126,36 @@ def fuse(
                 scores[row_id] *= 1.0 + w.name_lift
     if outdated:
         for row_id, row in rows.items():
-            if row.kind == SAID_KIND and (row.session, row.source_turn_ids[0]) in outdated:
+            if row.kind != SAID_KIND:
+                continue
+            statements = outdated.get((row.session, row.source_turn_ids[0]))
+            if statements and drawn_from(row.content, statements):
                 scores[row_id] *= w.outdated_factor
+    scores = {row_id: score for row_id, score in scores.items() if score > 0.0}
     order = sorted(scores, key=lambda row_id: (-scores[row_id], row_id))[:FUSED_KEPT]
     return [FusedItem(rows[row_id], scores[row_id]) for row_id in order]
+
+
+# Share of an outdated statement's words a sentence must hold to be the one it was drawn from.
+DRAWN_FROM = 0.6
+
+
+def statement_words(content: str, speaker: str) -> frozenset[str]:
+    """The words of a stored statement that its sentence also holds: not the speaker's name,
+    which the statement adds ("Sam lives in Berlin" from "I live in Berlin")."""
+    name = set(content_words(speaker))
+    return frozenset(_stem(w) for w in content_words(content) if w not in name)
+
+
+def drawn_from(sentence: str, statements: Iterable[frozenset[str]]) -> bool:
+    """Whether ``sentence`` holds most words of one of ``statements``."""
+    words = frozenset(_stem(w) for w in content_words(sentence))
+    return any(s and len(s & words) >= DRAWN_FROM * len(s) for s in statements)
+
+
+def _stem(word: str) -> str:
+    """Third-person and plural -s: "lives" in the statement is "live" in the sentence."""
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
 def _sentences_of(index: MemoryIndex, turns: Iterable[tuple[str, str]]) -> list[IndexRow]:

@@ -17,7 +17,7 @@ part and nothing is tuned to particular questions."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -30,9 +30,17 @@ from ..index.saidindex import SAID_KIND
 from ..index.table import Hit, IndexRow, MemoryIndex
 from ..organize.activation import Activation, Adjacency, Step, activate
 from ..store.access import ACTIVATION_BOOST, AccessLog, Standing
+from ..text.claims import DONE_TAG
 from ..text.embeddings import Embedder
 from ..text.words import content_words, estimate_tokens
-from .fusion import SAID, FusionWeights, SaidCandidate, fuse, said_candidates
+from .fusion import (
+    SAID,
+    FusionWeights,
+    SaidCandidate,
+    fuse,
+    said_candidates,
+    statement_words,
+)
 from .neighbors import neighbour_support
 from .query import date_match, name_match, name_pattern, names_known, query_features
 from .result import Candidate, RecallResult, ScoreParts
@@ -181,7 +189,7 @@ class Recaller:
             # The fact ranking before the graph votes: the graph's reach, measured, lowered
             # the sentences' recall (docs/ARCHITECTURE.md "Recall").
             sinks = self.weights.fusion.outdated_factor != 1.0 and not inactive_ok
-            outdated = self._outdated_turns() if sinks else set()
+            outdated = self._outdated_turns() if sinks else {}
             scored, paths = self._fused(
                 query, qvec, scored, said_pool, lexical_ids, dense_ids, outdated
             )
@@ -262,7 +270,7 @@ class Recaller:
         said_pool: Sequence[SaidCandidate],
         lexical: Sequence[str],
         dense: Sequence[str],
-        outdated: set[tuple[str, str]],
+        outdated: Mapping[tuple[str, str], Sequence[frozenset[str]]],
     ) -> tuple[list[tuple[IndexRow, ScoreParts, list[str]]], dict[str, tuple[Step, ...]]]:
         """Sentences of what was said and the facts' notes in one ranking (fusion.py); each
         item keeps the parts of its own relevance, its score is the fused one."""
@@ -411,13 +419,20 @@ class Recaller:
         out.sort(key=lambda item: (-item[1].score, item[0].id))
         return out
 
-    def _outdated_turns(self) -> set[tuple[str, str]]:
-        """The (session, turn) pairs a superseded or invalidated fact was drawn from."""
-        out: set[tuple[str, str]] = set()
+    def _outdated_turns(self) -> dict[tuple[str, str], list[frozenset[str]]]:
+        """The words of each superseded or invalidated fact, by the (session, turn) pairs it
+        was drawn from."""
+        out: dict[tuple[str, str], list[frozenset[str]]] = {}
+        names = ["session", "source_turn_ids", "content", "speaker", "tags"]
         for where in NO_LONGER_TRUE:
-            found = self.index.columns_where(where, ["session", "source_turn_ids"])
-            for session, turns in zip(found["session"], found["source_turn_ids"], strict=True):
-                out.update((session, turn) for turn in turns)
+            found = self.index.columns_where(where, names)
+            rows = zip(*(found[name] for name in names), strict=True)
+            for session, turns, content, speaker, tags in rows:
+                if DONE_TAG in (tags or ()):
+                    continue  # a plan carried out: what was said of it stays true
+                words = statement_words(content, speaker or "")
+                for turn in turns:
+                    out.setdefault((session, turn), []).append(words)
         return out
 
     def _select(

@@ -15,6 +15,16 @@ Protocol (HTTP/1.1, keep-alive, JSON both ways, every request carries
         413  body over 1 MiB          500  recall itself failed (the server keeps running)
     GET /health
         200  {"ok": true, "pid", "memories"}
+    GET /memory/<id>
+        200  the memory's JSON (see MemoryOps)   404  no memory has that id
+    GET /recent?limit=N
+        200  {"memories": [the newest memories' JSON]}   400  a limit that is no positive int
+    POST /remember  {"text", "speaker"?}
+        200  what the statement became: {"status", "id"?, "path"?, ...}
+    POST /forget  {"id"}
+        200  the forget report: {"forgotten": [...], ...}   404  no memory has that id
+    memory operations answer 503 while the daemon cannot run them (it is stopping, or its
+    writer is busy longer than WRITE_WAIT_SECONDS)
     anything else: 404 (unknown path), 411 (chunked body), 501 (other methods)
 
 Every error answer is ``{"error": message}``. The HTTP layer is meant to cost well under a
@@ -37,7 +47,8 @@ import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard, overload
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from ..core.atomic import TMP_MARKER
 from ..core.errors import ConfigError, RecallServerError
@@ -55,6 +66,30 @@ IDLE_TIMEOUT_SECONDS = 60.0
 # How long stop() may wait for the serving loop to notice it should end.
 _POLL_SECONDS = 0.25
 _JSON = "application/json"
+MAX_RECENT = 1000  # GET /recent answers at most this many memories
+_MEMORY_PREFIX = "/memory/"
+_NO_MEMORY = "no memory with id"
+
+
+class MemoryOps(Protocol):
+    """The memory operations the daemon serves beside recall, over its own opened folder.
+
+    A memory's JSON: ``{"id", "path", "category", "kind", "status", "created", "validAt",
+    "eventDate", "text", "entities", "supersedes", "supersededBy"}``. A ValueError is a bad
+    request (400); a RecallServerError means the daemon cannot run it now (503).
+    """
+
+    def memory(self, memory_id: str) -> dict[str, Any] | None:
+        """The memory with this id, or None."""
+
+    def recent(self, limit: int) -> list[dict[str, Any]]:
+        """The ``limit`` newest active memories, newest first."""
+
+    def remember(self, text: str, speaker: str | None) -> dict[str, Any]:
+        """Remember a statement through the pipeline (deduplicated, redacted, journaled)."""
+
+    def forget(self, memory_id: str) -> dict[str, Any] | None:
+        """Forget the memory with this id everywhere; None when no memory has it."""
 
 
 def loopback_host(host: str) -> str:
@@ -108,7 +143,20 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if not self._authorized() or self._read_body() is None:
             return
-        if self.path != "/health":
+        url = urlsplit(self.path)
+        if url.path.startswith(_MEMORY_PREFIX) and len(url.path) > len(_MEMORY_PREFIX):
+            memory_id = unquote(url.path[len(_MEMORY_PREFIX) :])
+            self._memory_op(lambda ops: ops.memory(memory_id), missing=memory_id)
+            return
+        if url.path == "/recent":
+            try:
+                limit = _limit(parse_qs(url.query).get("limit", ["20"])[-1])
+            except ValueError as exc:
+                self._send(400, {"error": f"bad request: {exc}"})
+                return
+            self._memory_op(lambda ops: {"memories": ops.recent(limit)})
+            return
+        if url.path != "/health":
             self._send(404, {"error": f"no such endpoint: GET {self.path}"})
             return
         try:
@@ -124,6 +172,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         body = self._read_body()
         if body is None:
+            return
+        if self.path in ("/remember", "/forget"):
+            self._write_op(body)
             return
         if self.path != "/recall":
             self._send(404, {"error": f"no such endpoint: POST {self.path}"})
@@ -141,6 +192,42 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as exc:  # one failed query must not end the daemon
             log.warning("recall request failed", exc_info=True)
             self._send(500, {"error": f"recall failed: {exc}"})
+            return
+        self._send(200, payload)
+
+    def _write_op(self, body: bytes) -> None:
+        """POST /remember or /forget: read the body, then run the operation."""
+        try:
+            data = json.loads(body)
+            if self.path == "/remember":
+                text, speaker = _remember_request(data)
+                self._memory_op(lambda ops: ops.remember(text, speaker))
+            else:
+                memory_id = _forget_request(data)
+                self._memory_op(lambda ops: ops.forget(memory_id), missing=memory_id)
+        except (ValueError, RecursionError) as exc:
+            self._send(400, {"error": f"bad request: {exc}"})
+
+    def _memory_op(self, run: Any, *, missing: str | None = None) -> None:
+        """Answer with what ``run(ops)`` returns; None is a 404 for the id ``missing``."""
+        ops = self.server.memory
+        if ops is None:
+            self._send(404, {"error": f"no such endpoint: {self.command} {self.path}"})
+            return
+        try:
+            payload = run(ops)
+        except ValueError as exc:
+            self._send(400, {"error": f"bad request: {exc}"})
+            return
+        except RecallServerError as exc:
+            self._send(503, {"error": str(exc)})
+            return
+        except Exception as exc:  # one failed operation must not end the daemon
+            log.warning("%s %s failed", self.command, self.path, exc_info=True)
+            self._send(500, {"error": f"{self.path.split('?')[0].lstrip('/')} failed: {exc}"})
+            return
+        if payload is None:
+            self._send(404, {"error": f"{_NO_MEMORY} {missing!r}"})
             return
         self._send(200, payload)
 
@@ -203,9 +290,15 @@ class _HTTPServer(ThreadingHTTPServer):
     allow_reuse_address = True
 
     def __init__(
-        self, address: tuple[str, int], recaller: Recaller, token: str, idle_timeout: float
+        self,
+        address: tuple[str, int],
+        recaller: Recaller,
+        token: str,
+        idle_timeout: float,
+        memory: MemoryOps | None = None,
     ) -> None:
         self.recaller = recaller
+        self.memory = memory
         self.token = token
         self.idle_timeout = idle_timeout
         self.accepted = 0
@@ -261,12 +354,13 @@ class RecallServer:
         host: str = "127.0.0.1",
         port: int = 0,
         idle_timeout: float = IDLE_TIMEOUT_SECONDS,
+        memory: MemoryOps | None = None,
     ) -> None:
         bind_host = loopback_host(host)
         self.endpoint_path = endpoint_path
         self._token = secrets.token_urlsafe(32)
         try:
-            self._http = _HTTPServer((bind_host, port), recaller, self._token, idle_timeout)
+            self._http = _HTTPServer((bind_host, port), recaller, self._token, idle_timeout, memory)
         except OSError as exc:
             raise RecallServerError(
                 f"cannot listen for recall on {bind_host} port {port}: {exc}"
@@ -300,7 +394,7 @@ class RecallServer:
         self._thread.start()
         endpoint = {"host": self.host, "port": self.port, "pid": os.getpid(), "token": self._token}
         try:
-            _write_private(self.endpoint_path, json.dumps(endpoint, indent=2) + "\n")
+            write_private(self.endpoint_path, json.dumps(endpoint, indent=2) + "\n")
         except OSError as exc:
             self.stop()
             raise RecallServerError(
@@ -351,7 +445,46 @@ class RecallServer:
             self.endpoint_path.unlink(missing_ok=True)
 
 
-def _write_private(path: Path, text: str) -> None:
+def _limit(raw: str) -> int:
+    """The ``limit`` of GET /recent: 1 to MAX_RECENT."""
+    try:
+        limit = int(raw)
+    except ValueError:
+        raise ValueError(f"limit is not an integer: {raw!r}") from None
+    if not 1 <= limit <= MAX_RECENT:
+        raise ValueError(f"limit must be 1 to {MAX_RECENT}, got {limit}")
+    return limit
+
+
+def _text_field(data: Any, key: str, *, required: bool) -> str | None:
+    if not isinstance(data, dict):
+        raise ValueError("the body is not a JSON object")
+    value = data.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{key!r} must be a non-empty string")
+    return value
+
+
+def _remember_request(data: Any) -> tuple[str, str | None]:
+    """The text and speaker of a POST /remember body."""
+    unknown = sorted(set(data) - {"text", "speaker"}) if isinstance(data, dict) else []
+    if unknown:
+        raise ValueError(f"unknown field(s): {', '.join(map(repr, unknown))}")
+    text = _text_field(data, "text", required=True)
+    assert text is not None
+    return text, _text_field(data, "speaker", required=False)
+
+
+def _forget_request(data: Any) -> str:
+    """The id of a POST /forget body."""
+    memory_id = _text_field(data, "id", required=True)
+    assert memory_id is not None
+    return memory_id.strip()
+
+
+def write_private(path: Path, text: str) -> None:
     """Atomic write of a file only its owner may read (it holds the token).
 
     The temp file is created 0600, so the token is never readable by others, not even for
@@ -446,6 +579,28 @@ class RecallClient:
     def health(self) -> dict[str, Any]:
         return self._request("GET", "/health", None)
 
+    def memory(self, memory_id: str) -> dict[str, Any] | None:
+        """The memory's JSON (see MemoryOps), or None when no memory has the id."""
+        return self._request("GET", _MEMORY_PREFIX + quote(memory_id, safe=""), None, missing=True)
+
+    def recent(self, limit: int) -> list[dict[str, Any]]:
+        answer = self._request("GET", f"/recent?limit={limit}", None)
+        memories = answer.get("memories")
+        if not isinstance(memories, list):
+            raise RecallServerError("the daemon's recent memories are not a list")
+        return memories
+
+    def remember(self, text: str, speaker: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"text": text}
+        if speaker is not None:
+            body["speaker"] = speaker
+        return self._request("POST", "/remember", json.dumps(body).encode())
+
+    def forget(self, memory_id: str) -> dict[str, Any] | None:
+        """The forget report, or None when no memory has the id."""
+        body = json.dumps({"id": memory_id}).encode()
+        return self._request("POST", "/forget", body, missing=True)
+
     def close(self) -> None:
         self._conn.close()
 
@@ -455,7 +610,20 @@ class RecallClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _request(self, method: str, path: str, body: bytes | None) -> dict[str, Any]:
+    @overload
+    def _request(
+        self, method: str, path: str, body: bytes | None, *, missing: Literal[False] = False
+    ) -> dict[str, Any]: ...
+
+    @overload
+    def _request(
+        self, method: str, path: str, body: bytes | None, *, missing: Literal[True]
+    ) -> dict[str, Any] | None: ...
+
+    def _request(
+        self, method: str, path: str, body: bytes | None, *, missing: bool = False
+    ) -> dict[str, Any] | None:
+        """The answer's JSON object; with ``missing``, None for a 404 (no such memory)."""
         where = f"{self.endpoint.host}:{self.endpoint.port}"
         # A kept-alive connection the server has since closed (idle timeout) fails on first
         # use without the request having been seen: reconnect and send it once more.
@@ -490,6 +658,9 @@ class RecallClient:
             raise RecallServerError(
                 f"recall daemon at {where} answered {response.status} with non-JSON"
             ) from exc
+        if missing and response.status == 404 and isinstance(answer, dict):
+            if str(answer.get("error")).startswith(_NO_MEMORY):
+                return None  # an older daemon's "no such endpoint" 404 stays an error
         if response.status != 200:
             message = answer.get("error") if isinstance(answer, dict) else None
             raise RecallServerError(

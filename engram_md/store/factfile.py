@@ -8,6 +8,8 @@ a person added, so a hand edit survives our rewrites.
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from ..core.models import (
     Category,
     ConfidenceTier,
     Fact,
+    HandWritten,
     MemoryKind,
     PolicyClass,
     Source,
@@ -33,6 +36,7 @@ from ..core.models import (
 )
 from ..extract.normalize import confidence_tier
 from ..text.hashing import content_hash
+from .links import render_links, strip_links
 
 _SURROGATE = regex.compile(r"[\ud800-\udfff]")
 
@@ -64,6 +68,10 @@ KEY_ORDER = (
     "mergedFrom",
     "statusHistory",
 )
+
+# The keys every file engram-md writes holds (fact_to_metadata). A file without one of them
+# is a note a person wrote: read with what its place says, and never filled in.
+ALWAYS_WRITTEN = frozenset(KEY_ORDER[:16])
 
 # Recall counts and lifecycle scores (accessCount, firstEpoch, lifecycleState, heatScore,
 # decayScore, tier) are not frontmatter: they live in state/ (store/access.py), so a recall
@@ -264,10 +272,31 @@ def fact_to_metadata(fact: Fact) -> dict[str, Any]:
     return ordered
 
 
-def render_fact(fact: Fact) -> str:
-    """The exact bytes of a fact file (as text)."""
+def _hand_metadata(fact: Fact, hand: HandWritten) -> dict[str, Any]:
+    """The keys a person's note is written back with: its own, those a change set (a status,
+    its history), and the pinned ones; never the defaults it was read with."""
+    metadata = fact_to_metadata(fact)
+    changed = {
+        key
+        for key in metadata.keys() | hand.as_read.keys()
+        if metadata.get(key) != hand.as_read.get(key)
+    }
+    keep = hand.keys | hand.pinned | changed
+    return {key: value for key, value in metadata.items() if key in keep}
+
+
+def _hand_changed(fact: Fact, hand: HandWritten) -> bool:
+    return fact.content != hand.content or fact_to_metadata(fact) != dict(hand.as_read)
+
+
+def render_fact(fact: Fact, path: Path | None = None) -> str:
+    """The exact bytes of a fact file (as text); written at ``path`` in the memory folder, it
+    ends with the links footer (:mod:`engram_md.store.links`)."""
+    metadata = fact_to_metadata(fact) if fact.hand is None else _hand_metadata(fact, fact.hand)
+    if not metadata:
+        return f"{fact.content.strip()}\n"  # a note without frontmatter stays without
     header = yaml.dump(
-        fact_to_metadata(fact),
+        metadata,
         Dumper=_Dumper,
         sort_keys=False,
         allow_unicode=True,
@@ -275,12 +304,26 @@ def render_fact(fact: Fact) -> str:
         width=10_000,
     )
     body = fact.content.strip()
-    return f"---\n{header}---\n\n{body}\n"
+    links = render_links(fact, path) if path is not None else ""
+    footer = f"\n{links}\n" if links else ""
+    return f"---\n{header}---\n\n{body}\n{footer}"
 
 
-def parse_fact(text: str, *, path: str = "<memory>") -> Fact:
-    """Parse a fact file. Raises :class:`MemoryFileError` with a readable reason."""
-    metadata, body = _load(text.removeprefix("\ufeff"), path)  # editors may add a BOM
+def parse_fact(text: str, *, path: str = "<memory>", origin: Path | None = None) -> Fact:
+    """Parse a fact file. Raises :class:`MemoryFileError` with a readable reason.
+
+    ``origin``: the file ``text`` was read from. A note a person wrote may then leave out the
+    frontmatter block, or the keys its place gives (:func:`note_defaults`); without it every
+    required key must be there.
+    """
+    # Editors may add a BOM.
+    metadata, body = _load(text.removeprefix("\ufeff"), path, lenient=origin is not None)
+    given = frozenset(metadata)
+    hand = origin is not None and not ALWAYS_WRITTEN <= given
+    pinned: frozenset[str] = frozenset()
+    if origin is not None and hand:
+        defaults, pinned = note_defaults(origin, given)
+        metadata = {**defaults, **metadata}
     try:
         meta = _Frontmatter.model_validate(metadata)
     except ValidationError as exc:
@@ -290,11 +333,12 @@ def parse_fact(text: str, *, path: str = "<memory>") -> Fact:
         raise MemoryFileError(path, f"invalid frontmatter: {problems}") from exc
     # python-frontmatter folds CRLF once; a lone or doubled CR would fold one step further
     # on every rewrite, so all line breaks become LF here and a rewrite is a fixed point.
-    content = body.replace("\r\n", "\n").replace("\r", "\n").strip()
+    # The links footer is derived from the frontmatter, never part of the statement.
+    content = strip_links(body.replace("\r\n", "\n").replace("\r", "\n")).strip()
     if not content:
         raise MemoryFileError(path, "empty body (the fact's statement is missing)")
     extra = {k: v for k, v in (meta.model_extra or {}).items() if k not in KEY_ORDER}
-    return Fact(
+    fact = Fact(
         id=meta.id,
         category=meta.category,
         created=meta.created,
@@ -329,6 +373,51 @@ def parse_fact(text: str, *, path: str = "<memory>") -> Fact:
         content_hash=content_hash(content),
         extra=extra,
     )
+    if not hand:
+        return fact
+    return replace(fact, hand=HandWritten(given, fact_to_metadata(fact), content, pinned))
+
+
+_DAY_FOLDER = regex.compile(r"\d{4}-\d{2}-\d{2}")
+_NOT_IN_ID = regex.compile(r"[^\w.-]+")
+
+
+def note_defaults(origin: Path, given: frozenset[str]) -> tuple[dict[str, Any], frozenset[str]]:
+    """What a person's note leaves out, from where it sits: the id is its path under
+    ``facts/`` without ``.md`` (``facts/2026-03-02/dentist.md`` → ``2026-03-02-dentist``, the
+    same once archived), the category ``fact``, the time its date folder's midnight (UTC) or,
+    outside one, the file's mtime. Returns those values and the keys a rewrite must pin
+    (a time from the mtime, which the rewrite would move)."""
+    parts = origin.parts
+    roots = [i for i, part in enumerate(parts[:-1]) if part == "facts"]
+    under = parts[roots[-1] + 1 :] if roots else parts[-1:]
+    stem = "-".join((*under[:-1], Path(under[-1]).stem))
+    defaults: dict[str, Any] = {
+        "id": _NOT_IN_ID.sub("-", stem).strip("-") or "note",
+        "category": Category.FACT.value,
+    }
+    pinned: frozenset[str] = frozenset()
+    if "created" not in given:
+        day = next((_day(name) for name in reversed(under[:-1]) if _day(name)), None)
+        if day is not None:
+            defaults["created"] = datetime(day.year, day.month, day.day, tzinfo=UTC)
+        else:
+            try:
+                mtime = os.stat(origin).st_mtime
+            except OSError as exc:
+                raise MemoryFileError(str(origin), f"cannot read: {exc.strerror}") from exc
+            defaults["created"] = datetime.fromtimestamp(int(mtime), UTC)
+            pinned = frozenset({"created"})
+    return defaults, pinned
+
+
+def _day(name: str) -> date | None:
+    if not _DAY_FOLDER.fullmatch(name):
+        return None
+    try:
+        return date.fromisoformat(name)
+    except ValueError:
+        return None
 
 
 _YAML = frontmatter.YAMLHandler()
@@ -340,13 +429,20 @@ MAX_FRONTMATTER_NODES = 20_000
 MAX_FRONTMATTER_DEPTH = 16
 
 
-def _load(text: str, path: str) -> tuple[dict[str, Any], str]:
-    """The YAML mapping and the body of a fact file, or a MemoryFileError saying why not."""
+def _load(text: str, path: str, *, lenient: bool = False) -> tuple[dict[str, Any], str]:
+    """The YAML mapping and the body of a fact file, or a MemoryFileError saying why not.
+    ``lenient``: a file without a frontmatter block is all body (a note written by hand)."""
     # Only YAML between '---' lines at the very top is frontmatter. python-frontmatter would
     # also take JSON ("{") or TOML ("+++") headers, and its splitter alone ignores whatever
     # precedes the first '---'.
     if not _YAML.detect(text.strip()):
-        raise MemoryFileError(path, "no frontmatter block (expected '---' lines around YAML)")
+        if not lenient:
+            raise MemoryFileError(path, "no frontmatter block (expected '---' lines around YAML)")
+        metadata: dict[str, Any] = {}
+        body = text
+        if _SURROGATE.search(body):
+            raise MemoryFileError(path, "the body holds a lone surrogate (not encodable text)")
+        return metadata, body
     try:
         metadata, body = frontmatter.parse(text, handler=_YAML)
     except RecursionError as exc:
@@ -357,8 +453,9 @@ def _load(text: str, path: str) -> tuple[dict[str, Any], str]:
         # offset); whatever it is, the file is unreadable, not the program broken.
         reason = f"frontmatter is not valid YAML ({_yaml_problem(exc)})"
         raise MemoryFileError(path, reason) from exc
-    if not metadata:
+    if not metadata and not lenient:
         raise MemoryFileError(path, "no frontmatter block (expected '---' lines around YAML)")
+    metadata = metadata or {}
     if not all(isinstance(key, str) for key in metadata):
         raise MemoryFileError(path, "invalid frontmatter: every key must be text")
     problem = _shape_problem(metadata)
@@ -401,12 +498,16 @@ def read_fact(path: Path) -> Fact:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MemoryFileError(str(path), f"not UTF-8 (byte {exc.start})") from exc
-    return parse_fact(text, path=str(path))
+    return parse_fact(text, path=str(path), origin=path)
 
 
 def write_fact(path: Path, fact: Fact, *, fsync: bool = True) -> bool:
-    """Write atomically. Returns False (and writes nothing) when the bytes would not change."""
-    text = render_fact(fact)
+    """Write atomically. Returns False (and writes nothing) when the bytes would not change,
+    or when a person's note would change only in form (it is never rewritten to fill in)."""
+    hand = fact.hand
+    if hand is not None and not _hand_changed(fact, hand) and path.is_file():
+        return False
+    text = render_fact(fact, path)
     try:
         if read_file(path) == text.encode("utf-8"):
             return False

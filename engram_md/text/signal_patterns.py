@@ -354,6 +354,35 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
         _C.FACT,
         "am m call",
     ),
+    # How someone's life stands: what changes and what a later update replaces ("we have
+    # two kids", "I'm vegetarian", "we moved to Munich", "I got engaged", "I left Acme").
+    _p(
+        "identity_household",
+        _H,
+        rf"\b(?:we|i)(?:\s+(?:now|also|still|only))?(?:\s+have|{_A}ve\s+got|\s+own)\s+"
+        r"(?:\d+|no|one|two|three|four|five|six|seven|eight|nine|ten|a|an)\s+(?:\w+\s+)?"
+        r"(?:kids?|children|child|sons?|daughters?|cats?|dogs?|pets?|horses?|cars?|grandkids"
+        r"|grandchildren|rabbits?|birds?|roommates?)\b",
+        _C.FACT,
+        "we i",
+        "have ve own",
+    ),
+    _p(
+        "identity_status",
+        _H,
+        rf"\b(?:i(?:\s+am|{_A}m)|we(?:\s+are|{_A}re))\s+(?:now\s+|officially\s+|finally\s+)?"
+        r"(?:married|engaged|single|divorced|separated|vegetarian|vegan|pescatarian|pregnant"
+        r"|retired|unemployed|self-employed)\b"
+        r"|\b(?:i|we)\s+(?:just\s+|finally\s+|recently\s+)?(?:got\s+(?:married|engaged"
+        r"|divorced|promoted|hired|laid\s+off)|broke\s+up|split\s+up)\b"
+        r"|\b(?:i|we)\s+(?:just\s+|finally\s+|recently\s+|have\s+|{_A}ve\s+)?"
+        r"(?:moved|relocated)\s+(?:back\s+)?(?:to|from|out\s+of)\b"
+        r"|\bi\s+(?:just\s+|finally\s+|recently\s+)?(?:left|quit|joined)\s+(?-i:[A-Z])",
+        _C.FACT,
+        "am m are re i we",
+        "married engaged single divorced separated vegetarian vegan pescatarian pregnant "
+        "retired unemployed self got broke split moved relocated left quit joined",
+    ),
     # --- HIGH: explicit "remember this" -----------------------------------------------------
     _p(
         "remember_request",

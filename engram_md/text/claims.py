@@ -1,0 +1,847 @@
+"""Updates: a later statement that changes what an earlier one said about the same subject.
+
+"Sam lives in Berlin" and, a week later, "we moved to Munich" are not a duplicate and not a
+contradiction of words: the second *updates* the first, which stops being true. This module
+reads, from the words of a statement, the **claims** it makes about its holder and decides
+whether a newer statement's claims replace an older one's. Four rules, each explainable:
+
+* **A value changed.** Both make a claim about the same *slot* of one holder -- where they
+  live, where they work, their role, their relationship, their diet, how many of one kind of
+  thing they have -- with different values: "lives in Berlin" → "moved to Munich"; "two
+  kids" → "three kids now"; "single" → "engaged".
+* **It ended.** The newer statement ends something ("left", "quit", "sold", "dropped",
+  "scrapped", "cancelled", "moved off", "gave up on", "stepped down as", "no longer", "bye
+  …") and what it ends is what the older statement was about: "I work at Shopify" → "last
+  day at Shopify"; "we decided to go with React" → "we scrapped React".
+* **It was done.** The older statement is a plan or a to-do ("I need to finish the grant
+  proposal by Friday") and the newer one says that work was done or called off ("grant
+  proposal is submitted"): they share what the work is about, not merely a verb.
+* **It turned around.** The newer statement likes what the older one disliked, or the
+  reverse, about the same thing ("I hate coffee" → "I'm a coffee drinker now"), or changes
+  a decision in so many words ("change of plans", "scratch that", "after all", "flipped
+  it") about something the older statement was about.
+
+What keeps a look-alike from counting (a wrong update hides a true memory, so the rules lean
+to saying nothing): a different holder ("my sister moved to Munich", another speaker); a
+clause that only wonders, asks or intends ("if we moved…", "should I…", "planning to move…":
+a plan is a claim of its own, never a change of state); one that adds ("I like coffee too");
+one set in the past ("back when I lived in Rome"); the same value again ("still in Berlin");
+and two events -- "ran a 5k", then "ran a 10k" -- which claim nothing about a slot.
+
+Everything here is words and rules, no model: deterministic and cheap enough to run on every
+fact written (the :class:`ClaimBook` finds earlier statements by holder in a dictionary).
+With an LLM configured, consolidation's judge decides the pairs these rules leave alone.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import regex
+
+from .words import STOP_WORDS
+
+_I = regex.IGNORECASE
+_APOS = "['’]"
+
+# ---------------------------------------------------------------- words
+
+
+_WORD = regex.compile(r"[\p{L}\p{N}][\p{L}\p{N}'’\-]*")
+# Words too general to tie two statements to one subject: verbs of any statement, time words,
+# cue words, intensifiers. What is left is mostly nouns and names ("grant", "proposal").
+_GENERIC = frozenset(
+    """
+    now today tonight yesterday tomorrow week weeks month months year years day days time
+    morning evening night weekend weekends monday tuesday wednesday thursday friday saturday
+    sunday january february march april may june july august september october november
+    december jan feb mar apr jun jul aug sep sept oct nov dec spring summer autumn fall winter
+    ago last next first new old good bad great
+    big small little lot lots way really actually finally just still already also too very
+    pretty quite basically honestly literally totally officially currently recently lately
+    these those days anymore again ever never always usually full-time full part-time part
+    one two three four five six seven eight nine ten thing things stuff everything anything
+    something nothing all every some other another more most less much many few own same
+    live lives living lived move moved moving work works working worked job use uses using
+    used like likes liked love loves loved hate hates hated prefer prefers preferred want
+    wants wanted need needs needed have has had having get gets got getting go goes going
+    went gone make makes made making do does did doing done take takes took taking start
+    starts started starting finish finished finishing left leaving quit stop stopped
+    drop dropped switch switched back home place thanks lol haha ok okay yeah yep btw fyi
+    tbh omg pls please sure maybe well even though though since because about around over
+    happen happened happens help helps helped helping
+    into onto out off up down end ended ending keep kept going plan plans planning decided
+    decide team family now-ish bit kind sort said says say tell told think thought know
+    knew feel felt try tried trying able sure real thing idea agree agreed decide settle
+    settled pick picked choose chose putting booking i'm i've i'd i'll we're we've we'd we'll
+    it's that's there's don't doesn't can't won't isn't wasn't didn't haven't havent he's
+    she's they're you're let's im ive dont cant before after during until while within
+    """.split()
+)
+_NUMBER = {
+    "no": 0, "zero": 0, "one": 1, "a": 1, "an": 1, "single": 1, "just": 1, "two": 2,
+    "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+    "eleven": 11, "twelve": 12, "couple": 2,
+}  # fmt: skip
+_NUM = r"(?:\d+|no|zero|one|a|an|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+
+
+def _stem(word: str) -> str:
+    """A word's first letters: "renewal"/"renew", "migration"/"migrate" meet at 5 letters."""
+    word = word.casefold().replace("’", "'").removesuffix("'s").removesuffix("'")
+    if len(word) > 4 and word.endswith("ies"):
+        word = word[:-3] + "y"
+    elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    return word[:5] if len(word) > 5 else word
+
+
+def salient(text: str, ignore: Iterable[str] = ()) -> frozenset[str]:
+    """What a piece of text is about, as stems: its words less stop, generic and name words.
+    Adjacent words also count squashed together, so "VS Code" meets "vscode"."""
+    skip = {w.casefold() for w in ignore}
+    words = [w.casefold().replace("’", "'") for w in _WORD.findall(text)]
+    words = [w[:-2] if w.endswith("'s") and w[:-2] in skip else w for w in words]
+    kept = [
+        w
+        for w in words
+        if w not in STOP_WORDS
+        and w not in _GENERIC
+        and w not in skip
+        and len(w) > 1
+        and not _NUMERIC.fullmatch(w)
+    ]
+    stems = {_stem(w) for w in kept}
+    # Short words only: "VS Code" is "vscode", but "side projects" is not "sideprojects".
+    stems.update(
+        _stem(a + b)
+        for a, b in zip(words, words[1:], strict=False)
+        if len(a) <= 3 and a in kept and b in kept
+    )
+    return frozenset(stems)
+
+
+_NUMERIC = regex.compile(r"\d+(?:st|nd|rd|th|am|pm|s|k)?|\d+[:.]\d+")
+
+
+# ---------------------------------------------------------------- clauses and holders
+
+
+# A clause that wonders, asks or imagines claims nothing.
+_WONDER = regex.compile(
+    r"\b(?:if|would|wo?u?ld|might|maybe|perhaps|wonder(?:s|ing)?|whether|could|should|"
+    r"thinking\s+(?:about|of)|considering|in\s+theory|someday|one\s+day|daydream\w*|"
+    r"wish(?:es)?|hypothetically|not\s+sure|probably|suppose|supposing|imagine|what\s+if)\b|\?",
+    _I,
+)
+# A clause that intends: a plan of its own, never a change of state.
+_INTENT = regex.compile(
+    r"\b(?:plan(?:s|ning)?(?:\s+(?:is|to))?|going\s+to|gonna|will|(?:need|needs|have|has)\s+"
+    rf"to|want(?:s)?\s+to|hop(?:e|es|ing)\s+to|todo|to-do|remind\s+me|promised?|{_APOS}ll|"
+    r"supposed\s+to|meant\s+to|due|deadline|decided|decision|settled\s+on|agreed|chose|"
+    r"picked|went\s+with|going\s+with|putting\s+off|on\s+my\s+(?:list|plate)|got\s+to|"
+    r"(?:is|are)\s+(?:booked|scheduled|planned|set)\s+for|"
+    r"by\s+(?:friday|monday|tomorrow|the\s+end)|expecting|"
+    rf"(?:is|are|am|{_APOS}re|{_APOS}m)\s+(?:launching|releasing|hosting|moving|starting|"
+    r"leaving|switching|getting)|interview|applied|next\s+(?:week|month|year|summer|spring|"
+    r"fall|autumn|winter))\b",
+    _I,
+)
+# A clause set in the past tells a story; it does not say how things are now.
+_PAST = regex.compile(
+    r"\b(?:when\s+(?:i|we|he|she|they)\b|back\s+when|back\s+then|as\s+a\s+(?:kid|child|teen"
+    r"(?:ager)?|student)|years\s+ago|in\s+(?:college|school|high\s+school|university)|"
+    r"at\s+(?:uni|school|college)|my\s+ex\b|growing\s+up|used\s+to\s+be)",
+    _I,
+)
+# A statement of what someone has, uses or is doing: "I use VS Code", "my bank is Barclays".
+_HAS = regex.compile(
+    rf"\b(?:use|uses|using|have|has|{_APOS}ve\s+got|own|owns|drive|drives|run|runs|write|"
+    rf"writes|play|plays|practi[cs]e|practi[cs]es|practi[cs]ing|teach|teaches|is\s+my|"
+    rf"are\s+my|my\s+\w+\s+(?:is|are)|goes\s+to|go\s+to|(?:i{_APOS}m|i\s+am|we{_APOS}re|"
+    rf"we\s+are|[A-Z]\w+\s+is)\s+(?:\w+\s+)?(?:doing|learning|training|teaching|writing|"
+    rf"working\s+on|in|on|at|taking|studying|renting))\b",
+    _I,
+)
+# A clause that tells of an event rather than how things stand.
+_EVENT = regex.compile(
+    r"\b(?:\w{3,}ed|went|had|was|were|got|did|saw|ran|made|took|came|met|bought|sold|left|"
+    r"told|said|found|lost|won|ate|drank|gave|began|spent|tried|yesterday|tonight|today|ago)\b",
+    _I,
+)
+_ADDITIVE = regex.compile(
+    r"\b(?:too|also|as\s+well|another|in\s+addition|besides|on\s+the\s+side|on\s+top\s+of)\b",
+    _I,
+)
+# "handed the team over to another coach" ends something; "I also quit X" adds an ending.
+_ADDS_TO = regex.compile(r"\b(?:too|also|as\s+well|on\s+top\s+of|in\s+addition)\b", _I)
+_STILL = regex.compile(r"\b(?:still|as\s+usual|as\s+always|yep|same\s+as)\b", _I)
+
+# Who a clause is about, when it is not the speaker: "my sister", "my husband", "Ren".
+_OTHER_PERSON = regex.compile(
+    rf"\b(?:my|our|his|her|their|\w+{_APOS}s)\s+(?:(?:older|younger|little|big|best|new|old)\s+)?"
+    r"(?:sister|brother|mom|mum|mother|dad|father|husband|wife|partner|boyfriend|girlfriend|"
+    r"son|daughter|kid|friend|coworker|co-worker|colleague|boss|manager|roommate|flatmate|"
+    r"neighbou?r|cousin|aunt|uncle|grandma|grandpa|grandmother|grandfather|fianc[ée]e?|"
+    r"ex|parents?|in-laws|niece|nephew|teammate)\b",
+    _I,
+)
+
+
+def _clauses(text: str) -> Iterator[str]:
+    """A statement's clauses: a "?" or an "if" in one does not cancel the plain one beside it."""
+    breaks = r"(?<=[.!?;])\s+|\s+(?:but|so|and then|though)\s+|,\s+|\s+[—–]\s+"
+    for part in regex.split(breaks, text):
+        if part.strip():
+            yield part.strip()
+
+
+_SUBJECT_END = regex.compile(
+    rf"\b(?:\w+ing|\w+ed|is|are|am|was|were|has|have|had|got|lives?|works?|went|left|quit|"
+    rf"took|made|sold|bought|married|teach(?:es)?|ride|rides|drive|drives|keep|keeps)\b|"
+    rf"{_APOS}(?:m|re|ve)\b",
+    _I,
+)
+_WITH_SELF = regex.compile(rf"\b(?:and\s+i|and\s+me|we|i|i{_APOS}m)\b", _I)
+
+
+def _is_other(clause: str, holder: str) -> bool:
+    """Whether the clause's subject is someone other than the speaker ("my sister moved"),
+    not the speaker with someone ("my husband and I", "Dana's husband and Dana")."""
+    end = _SUBJECT_END.search(clause)
+    subject = clause[: end.start()] if end else clause
+    if _WITH_SELF.search(subject):
+        return False
+    if holder and regex.search(rf"\band\s+{regex.escape(holder)}\b", subject, flags=_I):
+        return False
+    return _OTHER_PERSON.search(subject) is not None
+
+
+# ---------------------------------------------------------------- claims
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One thing a statement says: ``slot`` holds ``value``, or no longer does (``ended``)."""
+
+    holder: str
+    slot: str  # residence, employer, role, relationship, diet, count:<noun>, plan, done,
+    #            ended, like, dislike, change, has
+    value: frozenset[str]
+    ended: bool = False
+    number: int | None = None
+    # What an ending is of, when its words say more than that ("our old car seat"): the
+    # last word, or a name in it -- "car seat" does not end "my car", "the Denver house"
+    # ends "we live in Denver".
+    core: frozenset[str] = frozenset()
+    said: str = field(default="", compare=False)  # the words as written, for reasons
+
+    @property
+    def key(self) -> str:
+        return self.holder
+
+
+_VALUE = r"(?P<v>[^,.;:!?()]{1,60}?)"
+_END = (
+    r"(?=\s*(?:$|[,.;:!?()]|\s(?:and|but|so|because|since|for|with|by|as|at|last|next|this|"
+    r"after|before|until|now|again|anymore|yet|though|ago|instead|while|when|which|who|where|"
+    r"these|up|near|to|on)\b))"
+)
+_A = r"(?:(?:the|a|an|my|our|his|her|their|some|this)\s+)?"
+
+
+def _slot_rule(verbs: str) -> regex.Pattern[str]:
+    return regex.compile(rf"\b(?:{verbs})\s+{_A}{_VALUE}{_END}", _I)
+
+
+_TEMPORARY = regex.compile(
+    r"\b(?:this\s+week|for\s+(?:work|a\s+conference|the\s+weekend|a\s+few\s+days)|visiting|"
+    r"trip|vacation|holiday|on\s+a\s+(?:trip|visit)|layover|meeting|hotel|airport|"
+    r"conference|tonight|today)\b",
+    _I,
+)
+_PLACE = r"(?P<v>(?-i:[A-Z][\p{L}\-]+)(?:\s+(?-i:[A-Z][\p{L}\-]+))?)"
+_RESIDENCE_RULES = (
+    regex.compile(
+        rf"\b(?:live[sd]?|living|moved(?:\s+back)?|move|relocated|relocating|shifted|based|"
+        rf"settled(?:\s+down)?|(?:flat|apartment|house|place|home|condo|room)|home\s+is|"
+        rf"staying|raised|up|down|out|over)\s+(?:\w+\s+)?(?:in|to|at|into)\s+{_PLACE}",
+        _I,
+    ),
+    regex.compile(rf"\bhome\s+is\s+{_PLACE}|{_PLACE}\s+is\s+(?:now\s+)?home\b", _I),
+    regex.compile(rf"{_PLACE}-based\b", _I),
+    regex.compile(
+        r"\b(?:live[sd]?|living)\s+(?:out\s+)?in\s+the\s+(?P<v>countryside|suburbs|city|"
+        r"village|mountains|coast|country)\b",
+        _I,
+    ),
+    regex.compile(
+        rf"\b(?:i{_APOS}m|i\s+am|we{_APOS}re|we\s+are|[A-Z]\w+\s+is|\w+{_APOS}s\s+family\s+is)"
+        rf"\s+(?:now\s+|still\s+|currently\s+)?(?:in|based\s+in)\s+{_PLACE}",
+        _I,
+    ),
+    regex.compile(rf"\bin\s+{_PLACE}\s+now\b", _I),
+)
+_EMPLOYER_RULES = (
+    _slot_rule(
+        r"works?\s+(?:at|for)|working\s+(?:at|for)|employer\s+is|employed\s+(?:at|by)|"
+        rf"(?:i{_APOS}m|i\s+am|is)\s+(?:now\s+)?at|(?:been|be)\s+at|joined(?=\s+(?-i:[A-Z]))|"
+        r"start(?:s|ed)?\s+at|"
+        rf"job\s+at|(?:i{_APOS}ve|has)\s+moved\s+to|now\s+at|teach(?:es)?\s+at|"
+        rf"(?:contractor|consultant|accountant|accounting|volunteer)\s+for|team\s+at|"
+        rf"(?:i{_APOS}m|i\s+am)\s+with"
+    ),
+)
+_ROLE_WORDS = (
+    r"(?:developer|dev|engineer|nurse|teacher|manager|lead|director|student|designer|analyst|"
+    r"scientist|intern|consultant|principal|professor|doctor|dr|officer|assistant|associate|"
+    r"architect|pm|chef|cook|clerk|accountant|lawyer|editor|writer|researcher|postdoc|"
+    r"technician|administrator|admin|supervisor|coordinator|specialist|head|founder|ceo|cto|"
+    r"vp|owner|partner|worker|ic|contractor|treasurer|chair|chairperson|secretary|president|"
+    r"coach|sdet|trainee|apprentice|captain|freelancer|resident|fellow|librarian|barista|"
+    r"cashier|driver|pilot|paramedic|firefighter|therapist|pharmacist|dentist|vet|mechanic|"
+    r"electrician|plumber|programmer|tester|qa|sre|devops|recruiter|salesperson|rep|agent)"
+)
+_ROLE_RULES = (
+    regex.compile(
+        rf"(?:^|\b(?:i{_APOS}m|i\s+am|[A-Z]\w+\s+is|works?\s+as|working\s+as|promoted\s+to|"
+        rf"made(?:\s+(?:me|him|her|[A-Z]\w+))?|became|role\s+is|title\s+is|(?:new\s+)?(?:role|"
+        rf"job|position)\s+as|back\s+to\s+being|now|currently|as|into|(?:title|role|position)\s+"
+        rf"(?:changed\s+to|is\s+now)))\s+(?:now\s+)?(?:(?:a|an|the)\s+)?"
+        rf"(?P<v>(?:[\p{{L}}\-]+\s+){{0,3}}?{_ROLE_WORDS}s?)\b",
+        _I,
+    ),
+)
+# A job said with its verb: "I teach 5th grade" is a teacher's role.
+_ROLE_VERBS = regex.compile(
+    r"\b(?:[Ii]|[A-Z]\w+)\s+(?P<verb>teach(?:es)?|coach(?:es)?|nurse[sd]?|manage[sd]?)\b(?!\s+to\b)"
+)
+_ROLE_OF_VERB = {"teach": "teacher", "coach": "coach", "nurse": "nurse", "manag": "manager"}
+_PARTNERS = r"boyfriend|girlfriend|wife|husband|fianc[ée]e?"
+_RELATIONSHIP = (
+    ("single", r"single|on\s+my\s+own|broke\s+up|split\s+up|separated|divorced|divorcing"),
+    ("widowed", r"widowed|widow|widower"),
+    (
+        "dating",
+        r"dating|seeing\s+(?:someone|a\s+\w+)|boyfriend|girlfriend|together\s+\d+|"
+        r"been\s+together",
+    ),
+    ("engaged", r"engaged|fianc[ée]e?|proposed"),
+    ("married", r"married|remarried|eloped|wedding\s+was|honeymoon|my\s+(?:wife|husband)\b"),
+)
+_DIET = (
+    ("vegan", r"vegan"),
+    ("vegetarian", rf"vegetarian|(?:do|does)(?:n{_APOS}?t|\s+not)\s+eat\s+meat|no\s+meat"),
+    ("pescatarian", r"pescatarian|eat(?:ing)?\s+fish"),
+    ("omnivore", r"eat(?:ing|s)?\s+meat(?:\s+again)?|eating\s+meat"),
+)
+_COUNT_RULES = (
+    regex.compile(
+        rf"\b(?:have|has|had|got|own|owns|with|down\s+to|up\s+to|crossed|now|just|only)\s+"
+        rf"(?:(?:about|around|roughly|like|the|just|only|exactly)\s+)*(?P<n>{_NUM})\s+"
+        rf"(?:\w+\s+)?(?P<noun>[\p{{L}}]+)",
+        _I,
+    ),
+    regex.compile(
+        rf"\b(?P<n>{_NUM})\s+(?P<noun>kids|children|cats|dogs|cars|employees|people|"
+        r"engineers|reports|pets)\s+now\b",
+        _I,
+    ),
+    regex.compile(
+        rf"\b(?P<noun>team|company|startup|department|group|class)\s+(?:is|has|"
+        rf"grew\s+to|went\s+(?:up|down)\s+to)\s+(?:about\s+|around\s+)?(?P<n>{_NUM})\b",
+        _I,
+    ),
+    regex.compile(rf"\b(?P<n>{_NUM})\s+of\s+(?P<noun>us)\b", _I),
+    regex.compile(
+        rf"\b(?P<noun>reports|kids|employees|team)\s+went\s+(?:up|down)\s+to\s+"
+        rf"(?P<n>{_NUM})\b",
+        _I,
+    ),
+)
+SOME = -1  # "we bought a car": at least one, after none
+_NONE_OF = regex.compile(
+    rf"\b(?:do(?:n{_APOS}t|\s+not)|does(?:n{_APOS}t|\s+not))\s+(?:have|own)\s+(?:a|an|any)\s+"
+    r"(?P<noun>[\p{L}]+)",
+    _I,
+)
+_ACQUIRED = regex.compile(
+    r"\b(?:bought|adopted|got)\s+(?:a|an|our\s+first|my\s+first)\s+(?:[\w-]+\s+)?(?P<noun>car|"
+    r"house|dog|cat|bike|home|flat|apartment|puppy|kitten)\b",
+    _I,
+)
+# A count said of how things stand now, not of an event ("had 2 beers").
+_STATE_NOW = regex.compile(
+    rf"\b(?:now|is|are|have|has|makes|left|total|down\s+to|up\s+to|going\s+forward|runs|"
+    rf"keeps?|employs?|with)\b|"
+    rf"{_APOS}(?:s|re|ve)\b",
+    _I,
+)
+_MANY = r"(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_ANY_COUNT = regex.compile(
+    rf"\b(?P<n>\d+|{_MANY})\s+(?P<after>[\p{{L}}\-']+(?:\s+[\p{{L}}\-']+)?)|"
+    rf"\b(?P<noun>staff|household|team|family|crew|class|band|group)\s+of\s+(?P<n>\d+|{_NUM})\b",
+    _I,
+)
+_UNITS = frozenset(
+    """
+    years year months month weeks week days day hours hour minutes minute times time miles
+    mile km kilometers kilometres k cups cup percent dollars euros pounds bucks kg kilos lbs
+    pounds grams meters metres feet inches episodes pages words chapters lessons sessions
+    reps sets laps rounds goals points games matches shots drinks beers glasses coffees
+    tries attempts nights ago more less other others things ones am pm
+    """.split()
+)
+# Nouns counted as one kind: "two kids" and "baby number three … three kids now".
+_COUNT_KIND = {
+    "kid": "kid", "kids": "kid", "child": "kid", "children": "kid", "son": "kid", "sons": "kid",
+    "daughter": "kid", "daughters": "kid", "baby": "kid", "babies": "kid",
+    "employee": "people", "employees": "people", "people": "people", "engineer": "people",
+    "engineers": "people", "team": "people", "company": "people", "staff": "people",
+    "us": "people", "person": "people", "members": "people", "analysts": "people",
+    "household": "people", "grandchildren": "grandkid", "grandkids": "grandkid",
+    "cat": "cat", "cats": "cat", "dog": "dog", "dogs": "dog", "car": "car", "cars": "car",
+    "report": "report", "reports": "report", "pet": "pet", "pets": "pet",
+}  # fmt: skip
+
+# Cues that end what follows them ("left Shopify", "scrapped React", "bye comcast").
+_ENDING = regex.compile(
+    r"\b(?:left|leaving\s+(?!for\b)|quit|quitting|dropped(?:\s+out\s+of)?|ditched|scrapped|"
+    r"cancell?ed|called\s+off|sold|selling|traded\s+in|closed|shelved|gave\s+up(?:\s+on)?|"
+    r"given\s+up(?:\s+on)?|stopped|moved\s+(?:off|out\s+of|away\s+from)|moving\s+off|"
+    r"switched\s+(?:away\s+)?from|got\s+rid\s+of|stepped\s+down\s+(?:as|from)|"
+    r"laid\s+off\s+(?:from|at|by)|last\s+day\s+at|fired\s+from|broke\s+up\s+with|"
+    r"split\s+(?:up\s+)?with|retired\s+from|discharged\s+from|no\s+longer(?:\s+\w+)?|"
+    r"not\s+going\s+back\s+to|done\s+with|finished\s+with|over\s+with|moved\s+on\s+from|"
+    r"no\s+more|ended(?!\s+up)|un-?subscribed\s+from|deleted|uninstalled|replaced|withdrew|"
+    r"backed\s+out\s+of|pulled\s+out\s+of|wiped|cancel|gave\s+up|handed\s+in\s+\S+\s+notice\s+"
+    r"(?:at|to)|not\s+touching|handed|decommissioned|got\s+out\s+of|sold\s+off|"
+    rf"(?:haven{_APOS}?t|have\s+not)\s+touched|(?:do|does)(?:n{_APOS}?t|\s+not)\s+(?:work|live)\s+"
+    r"(?:at|in|for)|(?:switched|changed)(?=\s+[\p{L}]+s\b))\s+" + _A + r"(?P<v>"
+    r"[^,.;:!?()]{1,50}?)(?=\s*(?:$|[,.;:!?()]|\s(?:and|but|so|because|since|for|after|"
+    r"last|this|yesterday|today|in|on|at|to|with|again|over|now|anymore)\b))",
+    _I,
+)
+# The same, with what ends first: "Flutter is out", "the S9 finally died", "crutches are gone".
+_ENDED_SUBJECT = regex.compile(
+    r"(?:^|[,.;:!?]\s*|\b(?:the|my|our)\s+)(?P<v>[\p{L}\p{N}][\p{L}\p{N}'’\-]*"
+    r"(?:\s+[\p{L}\p{N}][\p{L}\p{N}'’\-]*){0,2})\s+"
+    r"(?:(?:is|are|was|were)\s+(?:finally\s+|officially\s+)?(?:out|gone|over|dead|history|"
+    r"cancell?ed|off\s+the\s+table|for\s+sale|no\s+more)|(?:finally\s+)?(?:died|got\s+stolen|"
+    r"was\s+stolen|broke\s+down))(?=\s*(?:$|[,.;:!?(]|\s(?:and|but|so|because|now)\b))",
+    _I,
+)
+# Cues that the work of a plan was done or called off, wherever they stand in the clause.
+_DONE = regex.compile(
+    r"\b(?:finished|completed|done|submitted|shipped|sent|delivered|handed\s+in|turned\s+in|"
+    r"filed|published|launched|released|wrapped\s+up|went\s+live|is\s+live|migrated|renewed|"
+    rf"paid(?:\s+off)?|cancell?ed|called\s+off|scrapped|is\s+off|{_APOS}s\s+off|"
+    rf"didn{_APOS}?t\s+end\s+up|not\s+happening|defended|passed|signed|got\s+back|arrived|"
+    r"sorted|fixed|postponed\s+indefinitely|went\s+out|went\s+(?:really\s+)?well|"
+    r"cancel|had\s+(?:his|her|their))\b",
+    _I,
+)
+# A decision changed in so many words.
+# Said of a decision, these change it even when they share one word with it.
+_STRONG_CHANGE = regex.compile(
+    r"\b(?:change\s+of\s+plans?|scratch\s+that|after\s+all|flipped\s+it|changed\s+(?:\S+\s+){0,3}?"
+    r"minds?|backed\s+out|instead|swapped)\b",
+    _I,
+)
+_CHANGE = regex.compile(
+    r"\b(?:change\s+of\s+plans?|scratch\s+that|after\s+all|flipped\s+it|changed\s+(?:our|my)\s+"
+    r"minds?|instead|ended\s+up|switched\s+to|moved\s+(?:over\s+)?to|moved\s+to|going\s+with|"
+    r"went\s+with|now\s+(?:going|using|use)|is\s+going\s+to\s+be|will\s+be\s+(?:at|in)|"
+    r"no\s+longer|anymore|converted)\b",
+    _I,
+)
+_LIKE = regex.compile(
+    rf"\b(?:(?:now\s+)?(?:love|loves|like|likes|prefer|prefers|enjoy|enjoys)|into|fan\s+of|"
+    rf"(?:i{_APOS}m|i\s+am|[A-Z]\w+\s+is)\s+an?\s+(?P<lv>\w+)\s+(?:drinker|person|fan|lover|"
+    rf"convert))\s+(?:the\s+)?(?P<v>[^,.;:!?()]{{1,40}}?)(?=\s*(?:$|[,.;:!?()]|\s(?:now|and|"
+    rf"but|so|more|over|than|these)\b))",
+    _I,
+)
+_DISLIKE = regex.compile(
+    rf"\b(?:hate|hates|dislike|dislikes|(?:do|does)(?:n{_APOS}t|\s+not)\s+(?:really\s+)?like|"
+    rf"can{_APOS}?t\s+stand|(?:gone|went)\s+off|not\s+a\s+fan\s+of|sick\s+of|tired\s+of)\s+"
+    rf"(?:the\s+)?(?P<v>[^,.;:!?()]{{1,40}}?)(?=\s*(?:$|[,.;:!?()]|\s(?:and|but|so|anymore|"
+    rf"lately|now|these)\b))",
+    _I,
+)
+
+
+def claims(text: str, holder: str = "") -> tuple[Claim, ...]:
+    """The claims of a statement whose speaker is ``holder`` (their name, casefolded)."""
+    holder = holder.casefold()
+    out: list[Claim] = []
+    if _SECOND_LABEL.search(_LABEL.sub("", text, count=1)):
+        return ()  # an exchange, not one person's statement
+    for clause in _clauses(_without_speaker_label(text)):
+        if _WONDER.search(clause):
+            continue
+        who = "other" if _is_other(clause, holder) else holder
+        if _INTENT.search(clause) and not _DONE.search(clause):
+            out.append(Claim(who, "plan", salient(clause, holder.split())))
+            out.extend(_relationship(clause, who, holder))  # "my fiancé and I are planning…"
+            continue
+        if _PAST.search(clause):
+            continue
+        out.extend(_state_claims(clause, who, holder))
+        out.extend(_change_claims(clause, who, holder, text))
+        if _HAS.search(clause) or not _EVENT.search(clause):
+            out.append(Claim(who, "has", salient(clause, holder.split())))
+    if not any(c.slot == "residence" for c in out):
+        out.extend(_relocation(text, holder))
+    return tuple(dict.fromkeys(out))
+
+
+# "We relocated at the start of the month" says where they live when the statement names
+# the place elsewhere: "Writing to you from Oslo!", "new city — Quebec City".
+_RELOCATED = regex.compile(
+    r"\b(?:relocated|moved\s+(?:house|cities|countries|abroad|here|over)|the\s+move|new\s+city|"
+    r"we\s+moved|i\s+moved)\b(?!\s+(?:the|my|our|a)\b)",
+    _I,
+)
+_NAMED_PLACE = regex.compile(rf"(?:\b(?:from|in|to|into)\s+|new\s+city\W+){_PLACE}", _I)
+
+
+def _relocation(text: str, holder: str) -> Iterator[Claim]:
+    body = _without_speaker_label(text)
+    if not _RELOCATED.search(body) or _WONDER.search(body) or _INTENT.search(body):
+        return
+    if any(_is_other(clause, holder) for clause in _clauses(body) if _RELOCATED.search(clause)):
+        return
+    for m in _NAMED_PLACE.finditer(body):
+        yield Claim(holder, "residence", salient(m.group("v")), said=m.group("v"))
+
+
+def _without_speaker_label(text: str) -> str:
+    """An episode reads "Name: what they said"; the label is not part of what was said, and
+    a bracketed aside ("[shares an image: a photo of …]") is a caption, not a statement."""
+    return _ASIDE.sub("", _LABEL.sub("", text, count=1))
+
+
+_LABEL = regex.compile(r"^[\p{L}][\p{L} .'\-]{0,40}:\s+")
+_ASIDE = regex.compile(r"\s*\[[^\]]*\]")
+# "Dana: … Lee: …": an exchange between people, whose claims belong to more than one.
+_SECOND_LABEL = regex.compile(r"(?:^|[.!?]\s+)[\p{Lu}][\p{L}\-]{1,30}:\s")
+
+
+def _relationship(clause: str, who: str, holder: str) -> Iterator[Claim]:
+    """The speaker's relationship: "my girlfriend Sasha lives with me" says the speaker is
+    dating, though the clause is about Sasha."""
+    own = rf"(?:my|our|{regex.escape(holder)}{_APOS}s)" if holder else r"(?:my|our)"
+    partner = regex.search(rf"\b{own}\s+(?P<p>{_PARTNERS})\b", clause, flags=_I)
+    if partner is not None:
+        who = holder
+    for status, words in _RELATIONSHIP:
+        if regex.search(rf"\b(?:{words})\b", clause, flags=_I):
+            yield Claim(who, "relationship", frozenset({status}))
+
+
+def _negated(clause: str, at: int) -> bool:
+    """Whether the words just before ``at`` deny what follows ("I don't work at …")."""
+    return _DENIED.search(clause[max(0, at - 24) : at]) is not None
+
+
+_DENIED = regex.compile(rf"(?:n{_APOS}?t|\bnot|\bno\s+longer|\bnever)\s+(?:\w+\s+)?$", _I)
+
+
+def _state_claims(clause: str, who: str, holder: str) -> Iterator[Claim]:
+    additive = _ADDITIVE.search(clause) is not None
+    if not _TEMPORARY.search(clause):
+        for rule in _RESIDENCE_RULES:
+            for m in rule.finditer(clause):
+                if not _negated(clause, m.start()):
+                    yield Claim(who, "residence", salient(m.group("v")), said=m.group("v"))
+    for rule in _EMPLOYER_RULES:
+        for m in rule.finditer(clause):
+            value = salient(m.group("v"))
+            if value and not additive and not _negated(clause, m.start()):
+                yield Claim(who, "employer", value, said=m.group("v").strip())
+    for m in _ROLE_VERBS.finditer(clause):
+        role = _ROLE_OF_VERB.get(_stem(m.group("verb")), "")
+        if role:
+            yield Claim(who, "role", frozenset({_stem(role)}), said=role)
+    for rule in _ROLE_RULES:
+        for m in rule.finditer(clause):
+            said = m.group("v")
+            yield Claim(who, "role", salient(said) or frozenset({said.casefold()}), said=said)
+    yield from _relationship(clause, who, holder)
+    for diet, words in _DIET:
+        if regex.search(rf"\b(?:{words})\b", clause, flags=_I):
+            yield Claim(who, "diet", frozenset({diet}))
+            break
+    if not additive and not regex.search(r"\bmore\b", clause, flags=_I):
+        yield from _counts(clause, who)
+
+
+def _counts(clause: str, who: str) -> Iterator[Claim]:
+    """How many of one kind of thing: "two kids", "a staff of 12", "down to one car"."""
+    found: dict[str, int] = {}
+    for rule in _COUNT_RULES:
+        for m in rule.finditer(clause):
+            kind = _COUNT_KIND.get(m.group("noun").casefold())
+            n = _number(m.group("n"))
+            if kind is not None and n is not None:
+                found.setdefault(kind, n)
+    if _NONE_OF.search(clause):
+        for m in _NONE_OF.finditer(clause):
+            found[_count_kind(m.group("noun"))] = 0
+    if _STATE_NOW.search(clause):
+        for m in _ANY_COUNT.finditer(clause):
+            n = _number(m.group("n"))
+            noun = _counted_noun(m.group("after")) if m.group("after") else m.group("noun")
+            if n is not None and n > 1 and noun:
+                found.setdefault(_count_kind(noun), n)
+    for m in _ACQUIRED.finditer(clause):
+        found.setdefault(_count_kind(m.group("noun")), SOME)
+    for kind, n in found.items():
+        yield Claim(who, f"count:{kind}", frozenset({kind}), number=n)
+
+
+def _counted_noun(after: str) -> str | None:
+    """The noun a number counts, from the words after it: a plural among the next two
+    ("three freelance clients"), else the first word that is not a stop word; none for a
+    unit ("five years", "12 hours")."""
+    words = [w.casefold() for w in _WORD.findall(after)][:2]
+    if not words or words[0] in _UNITS:
+        return None
+    plural = [w for w in words if w.endswith("s") and w not in STOP_WORDS and w not in _GENERIC]
+    if plural:
+        return None if plural[0] in _UNITS else plural[0]
+    for word in words:
+        if word in _UNITS:
+            return None
+        if word not in STOP_WORDS and word not in _GENERIC:
+            return word
+    return None
+
+
+def _count_kind(noun: str) -> str:
+    noun = noun.casefold()
+    return _COUNT_KIND.get(noun) or _stem(noun)
+
+
+def _ended(who: str, phrase: str, ignore: list[str]) -> Iterator[Claim]:
+    value = salient(phrase, ignore)
+    if not value:
+        return
+    words = [w for w in _WORD.findall(phrase) if _stem(w) in value]
+    core = {_stem(w) for w in words if w[0].isupper()}
+    if words:
+        core.add(_stem(words[-1]))
+        if len(words) > 1 and _stem(words[-1]) in _CONTAINERS:  # "the master's program"
+            core.add(_stem(words[-2]))
+    yield Claim(who, "ended", value, ended=True, core=frozenset(core), said=phrase.strip())
+
+
+# Nouns that name what holds the point rather than the point ("the farm idea").
+_CONTAINERS = frozenset(
+    _stem(w)
+    for w in """program programme course class degree plan idea thing job role app application
+    subscription membership account service project lessons training contract""".split()
+)
+# Back from a leave: "back at work as of Monday", "back in the office after paternity leave".
+_BACK_FROM_LEAVE = regex.compile(
+    r"\bback\s+(?:at|in|to)\s+(?:the\s+)?(?:work|office|job|desk)\b", _I
+)
+
+
+def _change_claims(clause: str, who: str, holder: str, whole: str) -> Iterator[Claim]:
+    ignore = holder.split()
+    if _ADDS_TO.search(clause):
+        return
+    for m in _ENDING.finditer(clause):
+        if _negated(clause, m.start()):
+            continue  # "won't quit", "never left"
+        if not regex.search(r"\b(?:you|your)\b", m.group("v"), flags=_I):
+            yield from _ended(who, m.group("v"), ignore)
+    if _BACK_FROM_LEAVE.search(clause):
+        yield Claim(who, "ended", frozenset({"leave"}), ended=True, core=frozenset({"leave"}))
+    for m in _ENDED_SUBJECT.finditer(clause):
+        yield from _ended(who, m.group("v"), ignore)
+    if _DONE.search(clause):
+        yield Claim(who, "done", salient(clause, ignore))
+    if _STRONG_CHANGE.search(clause):
+        yield Claim(who, "changed", salient(whole, ignore))
+    elif _CHANGE.search(clause) and not _STILL.search(clause):
+        yield Claim(who, "change", salient(clause, ignore))
+    for m in _LIKE.finditer(clause):
+        value = salient(m.group("v") + " " + (m.group("lv") or ""), ignore)
+        if value and not _ADDITIVE.search(clause):
+            yield Claim(who, "like", value)
+    for m in _DISLIKE.finditer(clause):
+        value = salient(m.group("v"), ignore)
+        if value:
+            yield Claim(who, "dislike", value)
+
+
+def _number(word: str) -> int | None:
+    word = word.casefold()
+    return int(word) if word.isdigit() else _NUMBER.get(word)
+
+
+# ---------------------------------------------------------------- deciding
+
+
+_STATES = ("residence", "employer", "role", "relationship", "diet")
+# Kinds of workplace: "the public library" and "the university library" are two employers.
+_ORG_NOUNS = frozenset(
+    _stem(w)
+    for w in """school library company firm agency store shop hospital clinic team group office
+    department startup bank studio lab restaurant cafe council
+    ministry""".split()
+)
+
+
+def update_between(old: tuple[Claim, ...], new: tuple[Claim, ...]) -> str | None:
+    """Why the newer statement's claims replace the older one's, or None (module docstring)."""
+    for n in new:
+        if n.holder == "other":
+            continue
+        for o in old:
+            if o.holder != n.holder:
+                continue
+            reason = _replaces(o, n)
+            if reason is not None:
+                return reason
+    return None
+
+
+# A plan carried out is no longer current, but what was said of it stays true: its words
+# stay recallable (a superseded fact tagged DONE_TAG keeps its sentence in recall).
+_DONE_PREFIX = "done: "
+DONE_TAG = "done"
+
+
+def carried_out(reason: str) -> bool:
+    """Whether an update's reason says the older statement's plan was carried out."""
+    return reason.startswith(_DONE_PREFIX)
+
+
+def _replaces(o: Claim, n: Claim) -> str | None:
+    if o.slot in _STATES and n.slot == o.slot:
+        ov, nv = o.value - _ORG_NOUNS, n.value - _ORG_NOUNS
+        if o.slot == "role":  # "staff nurse" → "charge nurse": a new title, sharing a word
+            ov, nv = o.value, n.value
+            changed = bool(ov and nv) and not (ov <= nv or nv <= ov)
+        else:
+            changed = bool(ov and nv) and not (ov & nv)
+        return f"{o.slot}: {_show(o)} → {_show(n)}" if changed else None
+    if o.slot.startswith("count:") and n.slot == o.slot and o.number != n.number:
+        if n.number == SOME and o.number != 0 or o.number == SOME:
+            return None
+        return f"{o.slot[6:]} count: {o.number} → {n.number if n.number != SOME else 'some'}"
+    if n.slot == "ended" and o.slot in (*_STATES, "plan", "like", "has") and n.core & o.value:
+        return f"no longer {_show(n)}"
+    if o.slot == "plan" and n.slot == "done" and _shares_work(o.value, n.value):
+        return f"{_DONE_PREFIX}{_show(o)}"
+    if o.slot == "like" and n.slot == "dislike" and o.value & n.value:
+        return f"now dislikes {_show(n)}"
+    if o.slot == "dislike" and n.slot == "like" and o.value & n.value:
+        return f"now likes {_show(n)}"
+    if o.slot == "plan" and n.slot == "change" and _shares_work(o.value, n.value):
+        return f"plan changed: {_show(o)}"
+    if o.slot == "plan" and n.slot == "changed" and o.value & n.value:
+        return f"plan changed: {_show(o)}"
+    return None
+
+
+def _shares_work(plan: frozenset[str], done: frozenset[str]) -> bool:
+    """What the work is about, shared: at least one word and half of the plan's shorter list."""
+    shared = plan & done
+    return bool(shared) and len(shared) * 2 >= min(len(plan), 4)
+
+
+def _show(claim: Claim) -> str:
+    return claim.said or " ".join(sorted(claim.value))
+
+
+# ---------------------------------------------------------------- finding earlier statements
+
+
+class ClaimBook:
+    """Active statements by holder, so a new statement finds the ones it may update in a
+    dictionary lookup instead of a search over the folder. Each is kept with when it was
+    said: only an earlier statement can be updated by a later one."""
+
+    def __init__(self) -> None:
+        self._by_holder: dict[str, dict[str, tuple[tuple[Claim, ...], datetime]]] = defaultdict(
+            dict
+        )
+        self._holders_of: dict[str, set[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._holders_of)
+
+    def add(self, fact_id: str, stated: tuple[Claim, ...], said_at: datetime) -> None:
+        holders = {c.holder for c in stated if c.holder != "other"}
+        if not holders:
+            return
+        for holder in holders:
+            self._by_holder[holder][fact_id] = (stated, said_at)
+        self._holders_of[fact_id] = holders
+
+    def remove(self, fact_id: str) -> None:
+        for holder in self._holders_of.pop(fact_id, ()):
+            bucket = self._by_holder.get(holder)
+            if bucket is not None:
+                bucket.pop(fact_id, None)
+                if not bucket:
+                    del self._by_holder[holder]
+
+    def candidates(
+        self, fact_id: str, stated: tuple[Claim, ...]
+    ) -> dict[str, tuple[tuple[Claim, ...], datetime]]:
+        """The other known statements about a holder of ``stated``, by id."""
+        seen: dict[str, tuple[tuple[Claim, ...], datetime]] = {}
+        for holder in {c.holder for c in stated if c.holder != "other"}:
+            for other_id, entry in self._by_holder.get(holder, {}).items():
+                if other_id != fact_id:
+                    seen[other_id] = entry
+        return seen
+
+    def updated_by(
+        self, fact_id: str, stated: tuple[Claim, ...], said_at: datetime
+    ) -> list[tuple[str, str]]:
+        """(older id, reason) for each earlier statement that ``stated`` updates."""
+        found = []
+        for other_id, (other, other_at) in sorted(self.candidates(fact_id, stated).items()):
+            if other_at > said_at:
+                continue  # a later statement is not undone by an earlier one said late
+            reason = update_between(other, stated)
+            if reason is not None:
+                found.append((other_id, reason))
+        return found
+
+
+def default_holder(entities: Iterable[str]) -> str:
+    """Who "the user" of a statement is: the first person it names (``person-dana-lee`` →
+    ``dana lee``), as the extractor lists the speaker first."""
+    for entity in entities:
+        kind, _, slug = entity.partition("-")
+        if kind == "person" and slug:
+            return slug.replace("-", " ")
+    return ""
+
+
+def fact_claims(content: str, entities: Iterable[str]) -> tuple[Claim, ...]:
+    """The claims of a stored statement."""
+    return claims(content, default_holder(entities))
+
+
+def states_something(text: str) -> bool:
+    """Whether a sentence says how someone's life stands (where they live or work, their
+    role, relationship, diet, how many of something): worth keeping as a fact, since a later
+    statement may update it."""
+    return any(c.slot in _STATES or c.slot.startswith("count:") for c in claims(text))
+
+
+def update_reason(old_text: str, new_text: str, old_holder: str, new_holder: str) -> str | None:
+    """Why the newer statement replaces the older one, or None when it does not."""
+    return update_between(claims(old_text, old_holder), claims(new_text, new_holder))
