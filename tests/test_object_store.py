@@ -27,6 +27,7 @@ from engram_md.index.opened import FolderParts
 from engram_md.index.storage import index_location
 from engram_md.index.table import MemoryIndex
 from engram_md.ingest.pipeline import to_fact
+from engram_md.maintain.doctor import examine
 from engram_md.recall.server import RecallClient, find_daemon
 from engram_md.recall.wire import RecallAnswer, RecallOptions
 from engram_md.store.factfile import render_fact
@@ -193,6 +194,10 @@ def test_reader_on_another_state_folder_recalls_what_the_writer_does(
     assert any(key.startswith(f"equal/{TABLE_NAME}.lance/") for key in keys)
     assert not writer_cfg.layout.index_dir.exists()
     assert not reader_cfg.layout.index_dir.exists()
+    # doctor examines the index where it lives: nothing is missing.
+    with open_writer(writer_cfg, embedder=minilm) as parts:
+        found = {problem.kind for problem in examine(parts).problems}
+    assert not found & {"index_missing", "index_unreadable", "index_outdated"}, found
 
 
 def test_serve_read_only_follows_versions_the_writer_commits(

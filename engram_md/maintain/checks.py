@@ -32,6 +32,7 @@ from ..index.lance import (
 )
 from ..index.opened import FolderParts
 from ..index.rows import IndexRow
+from ..index.storage import index_location
 from ..organize.boxes import BoxBuilder
 from ..organize.boxfile import box_files, read_box
 from ..organize.graph import GraphStore
@@ -206,30 +207,33 @@ class Exam:
     # ------------------------------------------------------------ index
     def check_index(self) -> None:
         facts = self.folder.facts
-        index_dir = self.layout.index_dir
-        if not index_dir.is_dir():
+        location = index_location(self.parts.cfg.index, self.layout.index_dir)
+        where = location.local_dir
+        if where is not None and not where.is_dir():
             if facts or self.box_paths():
-                self.add("index_missing", self.label(index_dir), "there is no search index")
+                self.add("index_missing", self.label(where), "there is no search index")
             return
+        # An index in an object store is named by its URI (never with its options).
+        name = self.label(where) if where is not None else str(location)
         embedder = self.embedder
-        db = connect(index_dir)
+        db = connect(location)
         if TABLE_NAME not in db.list_tables().tables:
             if facts or self.box_paths():
-                self.add("index_missing", self.label(index_dir), "the index has no table")
+                self.add("index_missing", name, "the index has no table")
             return
         try:
             table = db.open_table(TABLE_NAME)
         except UNOPENABLE_TABLE as exc:
-            self.add("index_unreadable", self.label(index_dir), f"it cannot be opened: {exc}")
+            self.add("index_unreadable", name, f"it cannot be opened: {exc}")
             return
         reason = layout_mismatch(table.schema, embedder.model_id, embedder.dim)
         if reason is not None:
-            self.add("index_outdated", self.label(index_dir), f"{reason}: it must be rebuilt")
+            self.add("index_outdated", name, f"{reason}: it must be rebuilt")
             return
         lacking = search_indices_lacking(table)
         if lacking:
             names = " and no ".join(f"{what} index" for what in ("text", "id") if what in lacking)
-            self.add("index_incomplete", self.label(index_dir), f"the table has no {names}")
+            self.add("index_incomplete", name, f"the table has no {names}")
         index = self.parts.index
         if index is None:  # opened before the table became what it is now
             self.notes.append("the search index could not be opened: its rows were not checked")
