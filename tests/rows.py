@@ -1,12 +1,15 @@
-"""Index rows for tests that build a search index directly (index, recall, server)."""
+"""Index rows and facts for tests that build a search index directly (index, recall, server,
+the folder watcher, the object store)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from engram_md.core.models import CandidateFact, Category, Fact, Source
 from engram_md.index.table import IndexRow
+from engram_md.ingest.pipeline import to_fact
 
 T0 = datetime(2026, 3, 2, 9, 2, tzinfo=UTC)
 
@@ -35,3 +38,20 @@ def index_row(id: str, content: str, **changes: Any) -> IndexRow:
         content_hash=f"hash-{id}",
     )
     return replace(base, **changes)
+
+
+def preference_fact(text: str, minute: int = 0) -> Fact:
+    """A preference said ``minute`` minutes after T0, as the pipeline would store it."""
+    made = to_fact(
+        CandidateFact(
+            category=Category.PREFERENCE,
+            content=text,
+            confidence=0.95,
+            source_turn_ids=(f"t{minute}",),
+            session="s1",
+            created=T0 + timedelta(minutes=minute),
+            source=Source.MANUAL,
+        )
+    )
+    assert made is not None
+    return made

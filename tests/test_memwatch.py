@@ -10,20 +10,21 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from engram_md.app import Engine, open_engine
 from engram_md.core.config import Config
-from engram_md.core.models import CandidateFact, Category, Fact, Source
+from engram_md.core.models import Fact
 from engram_md.index.indexer import Indexer
 from engram_md.index.memwatch import MemoryWatcher
 from engram_md.index.reconcile import ReconcileReport
-from engram_md.ingest.pipeline import to_fact
 from engram_md.store.factfile import render_fact
 from engram_md.text.embeddings import LocalMiniLM
+
+from .rows import preference_fact
 
 T0 = datetime(2026, 3, 2, 9, 2, tzinfo=UTC)
 WITHIN = 2.5  # seconds: "about two", with room for a busy machine
@@ -68,22 +69,6 @@ def watched(eng: Engine, cfg: Config, monkeypatch: pytest.MonkeyPatch) -> Iterat
         watcher.stop()
 
 
-def fact(text: str, *, minute: int = 0) -> Fact:
-    made = to_fact(
-        CandidateFact(
-            category=Category.PREFERENCE,
-            content=text,
-            confidence=0.95,
-            source_turn_ids=(f"t{minute}",),
-            session="s1",
-            created=T0 + timedelta(minutes=minute),
-            source=Source.MANUAL,
-        )
-    )
-    assert made is not None
-    return made
-
-
 def written(eng: Engine, item: Fact) -> Path:
     """Written the way the pipeline writes: file, hash, row."""
     assert eng.indexer is not None
@@ -113,7 +98,7 @@ TEA = "Dana drinks green tea every afternoon."
 
 
 def test_a_status_edit_reaches_the_index(eng: Engine, watched: Spy) -> None:
-    uv = fact(UV)
+    uv = preference_fact(UV)
     path = written(eng, uv)
     text = path.read_text(encoding="utf-8")
     path.write_text(text.replace("status: active", "status: superseded"), encoding="utf-8")
@@ -121,7 +106,7 @@ def test_a_status_edit_reaches_the_index(eng: Engine, watched: Spy) -> None:
 
 
 def test_a_deleted_file_leaves_the_index(eng: Engine, watched: Spy) -> None:
-    uv, tea = fact(UV), fact(TEA, minute=1)
+    uv, tea = preference_fact(UV), preference_fact(TEA, minute=1)
     path = written(eng, uv)
     written(eng, tea)
     path.unlink()
@@ -134,7 +119,7 @@ def test_a_deleted_file_leaves_the_index(eng: Engine, watched: Spy) -> None:
 
 
 def test_a_file_added_by_hand_is_indexed(eng: Engine, cfg: Config, watched: Spy) -> None:
-    tea = fact(TEA)
+    tea = preference_fact(TEA)
     # A new day folder with the file in it, as a git pull would bring.
     path = cfg.memory_dir / "facts" / "2026-03-05" / "preference-by-hand.md"
     path.parent.mkdir(parents=True)
@@ -151,7 +136,7 @@ def test_a_file_added_by_hand_is_indexed(eng: Engine, cfg: Config, watched: Spy)
 
 def test_a_moved_folder_keeps_one_row_per_fact(eng: Engine, cfg: Config, watched: Spy) -> None:
     assert eng.indexer is not None
-    uv = fact(UV)
+    uv = preference_fact(UV)
     path = written(eng, uv)
     target = cfg.memory_dir / "archive" / "facts" / "2026-03-02"
     target.parent.mkdir(parents=True)
@@ -170,7 +155,7 @@ def test_a_moved_folder_keeps_one_row_per_fact(eng: Engine, cfg: Config, watched
 def test_broken_frontmatter_is_reported(eng: Engine, cfg: Config, minilm: LocalMiniLM) -> None:
     assert eng.indexer is not None
     reports: list[ReconcileReport] = []
-    uv = fact(UV)
+    uv = preference_fact(UV)
     path = written(eng, uv)
     with MemoryWatcher(eng.indexer, cfg.memory_dir, debounce_seconds=0.1, on_report=reports.append):
         bad = path.read_text(encoding="utf-8").replace("id: ", "id: [", 1)
@@ -181,7 +166,7 @@ def test_broken_frontmatter_is_reported(eng: Engine, cfg: Config, minilm: LocalM
 
 
 def test_the_daemons_own_writes_are_no_ops(eng: Engine, cfg: Config, watched: Spy) -> None:
-    path = written(eng, fact(UV))
+    path = written(eng, preference_fact(UV))
     wait_for(lambda: any(path in batch for batch in watched.batches), "the write is seen")
     seen = [r for r, b in zip(watched.reports, watched.batches, strict=True) if path in b]
     assert all(not r.changed and r.unchanged == 1 for r in seen)

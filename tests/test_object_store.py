@@ -12,7 +12,7 @@ import os
 import signal
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +21,10 @@ import pytest
 from engram_md.app import make_recaller, open_writer, serving_read_only
 from engram_md.core.config import Config, load_config
 from engram_md.core.errors import ConfigError
-from engram_md.core.models import CandidateFact, Category, Fact, Source
 from engram_md.index.lance import TABLE_NAME, connect
 from engram_md.index.opened import FolderParts
 from engram_md.index.storage import index_location
 from engram_md.index.table import MemoryIndex
-from engram_md.ingest.pipeline import to_fact
 from engram_md.maintain.doctor import examine
 from engram_md.recall.server import RecallClient, find_daemon
 from engram_md.recall.wire import RecallAnswer, RecallOptions
@@ -34,6 +32,7 @@ from engram_md.store.factfile import render_fact
 from engram_md.text.embeddings import LocalMiniLM
 
 from .conftest import Cli, clean_env
+from .rows import preference_fact
 
 moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed")
 boto3 = pytest.importorskip("boto3", reason="boto3 (installed with moto) is missing")
@@ -102,26 +101,10 @@ def machine(root: Path, endpoint: str, prefix: str) -> Config:
     )
 
 
-def fact(text: str, minute: int) -> Fact:
-    made = to_fact(
-        CandidateFact(
-            category=Category.PREFERENCE,
-            content=text,
-            confidence=0.95,
-            source_turn_ids=(f"t{minute}",),
-            session="s1",
-            created=T0 + timedelta(minutes=minute),
-            source=Source.MANUAL,
-        )
-    )
-    assert made is not None
-    return made
-
-
 def remember(parts: FolderParts, text: str, minute: int) -> str:
     """Write a fact file and index it the way the pipeline ends a batch."""
     assert parts.indexer is not None
-    item = fact(text, minute)
+    item = preference_fact(text, minute)
     path = parts.store.write_new(item)
     parts.indexer.upsert_fact(path, item, new=True)
     parts.indexer.batch_done()
@@ -257,7 +240,9 @@ def test_a_writer_killed_mid_upsert_leaves_the_table_readable(
     facts_dir.mkdir(parents=True)
     words = ("kayak", "tea", "Rust", "billing", "Postgres", "Thursday", "garden", "piano")
     for i in range(1500):
-        item = fact(f"Note {i}: the {words[i % 8]} plan number {i} was agreed with Dana.", i)
+        item = preference_fact(
+            f"Note {i}: the {words[i % 8]} plan number {i} was agreed with Dana.", i
+        )
         (facts_dir / f"note-{i:04d}.md").write_text(render_fact(item), encoding="utf-8")
     config_file = writer.root / "config.yaml"
     config_file.write_text(
