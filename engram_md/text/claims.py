@@ -288,7 +288,9 @@ _RESIDENCE_RULES = (
 _EMPLOYER_RULES = (
     _slot_rule(
         r"works?\s+(?:at|for)|working\s+(?:at|for)|employer\s+is|employed\s+(?:at|by)|"
-        rf"(?:i{_APOS}m|i\s+am|is)\s+(?:now\s+)?at|(?:been|be)\s+at|joined(?=\s+(?-i:[A-Z]))|"
+        rf"(?:i{_APOS}m|i\s+am|is)\s+(?:now\s+)?at|(?:been|be)\s+at|joined(?=\s+(?-i:[A-Z])|\s+(?:a|an)\s+(?:[\w-]+\s+){0,2}"
+        r"(?:company|firm|startup|consultancy|agency|bank|school|hospital|clinic|lab|studio|"
+        r"practice|fintech|nonprofit|charity)\b)|"
         r"start(?:s|ed)?\s+at|"
         rf"job\s+at|(?:i{_APOS}ve|has)\s+moved\s+to|now\s+at|teach(?:es)?\s+at|"
         rf"(?:contractor|consultant|accountant|accounting|volunteer)\s+for|team\s+at|"
@@ -413,6 +415,7 @@ _ENDING = regex.compile(
     r"cancell?ed|called\s+off|sold|selling|traded\s+in|closed|shelved|gave\s+up(?:\s+on)?|"
     r"given\s+up(?:\s+on)?|stopped|moved\s+(?:off|out\s+of|away\s+from)|moving\s+off|"
     r"switched\s+(?:away\s+)?from|got\s+rid\s+of|stepped\s+down\s+(?:as|from)|"
+    r"said\s+(?:good)?bye\s+to|bye(?=\s+(?-i:[a-z]))|"
     r"laid\s+off\s+(?:from|at|by)|last\s+day\s+at|fired\s+from|broke\s+up\s+with|"
     r"split\s+(?:up\s+)?with|retired\s+from|discharged\s+from|no\s+longer(?:\s+\w+)?|"
     r"not\s+going\s+back\s+to|done\s+with|finished\s+with|over\s+with|moved\s+on\s+from|"
@@ -441,7 +444,9 @@ _DONE = regex.compile(
     rf"paid(?:\s+off)?|cancell?ed|called\s+off|scrapped|is\s+off|{_APOS}s\s+off|"
     rf"didn{_APOS}?t\s+end\s+up|not\s+happening|defended|passed|signed|got\s+back|arrived|"
     r"sorted|fixed|postponed\s+indefinitely|went\s+out|went\s+(?:really\s+)?well|"
-    r"cancel|had\s+(?:his|her|their))\b",
+    r"cancel|had\s+(?:his|her|their)|"
+    # "kitchen's painted", "the tap is fixed": done, said of the work itself
+    rf"(?:is|{_APOS}s|are|was|were)\s+(?:all\s+|finally\s+|now\s+)?(?:[a-z]+ed|done)(?=\W|$))\b",
     _I,
 )
 # A decision changed in so many words.
