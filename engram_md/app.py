@@ -11,6 +11,7 @@ judge and index is made in one place, and nothing below this module opens a lock
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -49,6 +50,7 @@ from .organize.graph import GraphStore, load_adjacency
 from .organize.structure import Structure
 from .recall.recaller import Recaller
 from .recall.server import RecallServer, find_daemon
+from .recall.wire import RecallOptions
 from .store.access import AccessLog
 from .store.dedup import HashIndex
 from .store.entity_pages import EntityPages
@@ -481,6 +483,7 @@ def serving(engine: Engine) -> Iterator[None]:
     )
     watcher = MemoryWatcher(engine.indexer, engine.layout.memory_dir)
     server.start()
+    _warm_up(recaller)
     try:
         watcher.start()
         try:
@@ -537,3 +540,17 @@ def _update_tracker(
         indexer.upsert_fact(path, fact, new=False)
 
     return UpdateTracker(store, actions, statements, on_change=reindex)
+
+
+def _warm_up(recaller: Recaller) -> None:
+    """Ask one question in the background as the daemon starts: the first recall opens the
+    model's session and the index's search structures (a second or more on a busy machine),
+    and a hook waiting on the first prompt of a session gives up after its timeout."""
+
+    def ask() -> None:
+        try:
+            recaller.recall("warm up", RecallOptions(budget_tokens=100, record_access=False))
+        except Exception as exc:  # noqa: BLE001 - a failed warm-up only costs the first caller
+            log.debug("warm-up recall failed: %s", exc)
+
+    threading.Thread(target=ask, name="engram-warm-up", daemon=True).start()
