@@ -483,7 +483,7 @@ def serving(engine: Engine) -> Iterator[None]:
     )
     watcher = MemoryWatcher(engine.indexer, engine.layout.memory_dir)
     server.start()
-    _warm_up(recaller)
+    warming = _warm_up(recaller)
     try:
         watcher.start()
         try:
@@ -492,6 +492,9 @@ def serving(engine: Engine) -> Iterator[None]:
             watcher.stop()
     finally:
         server.stop()
+        # Native code (the model, LanceDB) must not be mid-call when the index closes or the
+        # process exits: the runtime aborts the process.
+        warming.join()
 
 
 def folder_ops(cfg: Config) -> FolderOps:
@@ -542,7 +545,7 @@ def _update_tracker(
     return UpdateTracker(store, actions, statements, on_change=reindex)
 
 
-def _warm_up(recaller: Recaller) -> None:
+def _warm_up(recaller: Recaller) -> threading.Thread:
     """Ask one question in the background as the daemon starts: the first recall opens the
     model's session and the index's search structures (a second or more on a busy machine),
     and a hook waiting on the first prompt of a session gives up after its timeout."""
@@ -553,4 +556,6 @@ def _warm_up(recaller: Recaller) -> None:
         except Exception as exc:  # noqa: BLE001 - a failed warm-up only costs the first caller
             log.debug("warm-up recall failed: %s", exc)
 
-    threading.Thread(target=ask, name="engram-warm-up", daemon=True).start()
+    thread = threading.Thread(target=ask, name="engram-warm-up", daemon=True)
+    thread.start()
+    return thread
