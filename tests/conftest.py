@@ -160,3 +160,16 @@ class HashEmbedder:
     @property
     def embedded(self) -> list[str]:
         return [t for call in self.calls for t in call]
+
+
+def git(where: Path, *args: str) -> str:
+    """Run git in ``where`` as a throwaway author; its output, or a failed assertion."""
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+        cwd=where,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
+    return done.stdout

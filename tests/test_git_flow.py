@@ -10,7 +10,6 @@ a real LanceDB index per machine.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -24,24 +23,14 @@ from engram_md.ingest.pipeline import to_fact
 from engram_md.recall.wire import RecallOptions
 from engram_md.text.embeddings import LocalMiniLM
 
+from .conftest import git
+
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 SHARED = "The team moved the staging database to PostgreSQL 16."
 ON_A = "Dana prefers uv over pip for installing Python packages."
 ON_B = "Priya reviews every pull request that touches billing."
-
-
-def git(where: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
-        cwd=where,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
-    return done.stdout
 
 
 def machine(root: Path) -> Config:

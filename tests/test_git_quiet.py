@@ -18,7 +18,7 @@ from pathlib import Path
 from engram_md.core.paths import MemoryLayout
 from engram_md.store.access import AccessLog
 
-from .conftest import Cli, clean_env
+from .conftest import Cli, clean_env, git
 from .consolidate_folder import FILLERS, NOW, make_fact, write
 
 TRANSCRIPT = [
@@ -31,16 +31,6 @@ TRANSCRIPT = [
 ]
 QUERIES = ("Dana", "What does Priya drink?", "How should Python packages be installed?")
 COUNTERS = ("accessCount", "firstEpoch", "lifecycleState", "heatScore", "decayScore", "tier")
-
-
-def git(memory: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
-        cwd=memory,
-        capture_output=True,
-        check=True,
-    )
-    return done.stdout.decode()
 
 
 def commit(memory: Path, message: str) -> None:
