@@ -288,7 +288,8 @@ _RESIDENCE_RULES = (
 _EMPLOYER_RULES = (
     _slot_rule(
         r"works?\s+(?:at|for)|working\s+(?:at|for)|employer\s+is|employed\s+(?:at|by)|"
-        rf"(?:i{_APOS}m|i\s+am|is)\s+(?:now\s+)?at|(?:been|be)\s+at|joined(?=\s+(?-i:[A-Z])|\s+(?:a|an)\s+(?:[\w-]+\s+){0, 2}"
+        rf"(?:i{_APOS}m|i\s+am|is)\s+(?:now\s+)?at|(?:been|be)\s+at|"
+        r"joined(?=\s+(?-i:[A-Z])|\s+(?:a|an)\s+(?:[\w-]+\s+){0,2}"
         r"(?:company|firm|startup|consultancy|agency|bank|school|hospital|clinic|lab|studio|"
         r"practice|fintech|nonprofit|charity)\b)|"
         r"start(?:s|ed)?\s+at|"
