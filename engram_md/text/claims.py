@@ -89,12 +89,32 @@ _NUMBER = {
 _NUM = r"(?:\d+|no|zero|one|a|an|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 
 
+# Past forms that do not start like their verb: "paid" is what "pay" planned.
+_LEMMA = {
+    "paid": "pay", "sold": "sell", "bought": "buy", "taught": "teach", "caught": "catch",
+    "brought": "bring", "thought": "think", "sent": "send", "built": "build", "spent": "spend",
+    "lent": "lend", "wrote": "write", "written": "write", "drove": "drive", "driven": "drive",
+    "rode": "ride", "ran": "run", "began": "begin", "begun": "begin", "gave": "give",
+    "given": "give", "took": "take", "taken": "take", "ate": "eat", "eaten": "eat",
+    "flew": "fly", "flown": "fly", "grew": "grow", "grown": "grow", "won": "win",
+    "swam": "swim", "sang": "sing", "fed": "feed", "met": "meet", "held": "hold",
+}  # fmt: skip
+
+
 def _stem(word: str) -> str:
     """A word's first letters: "renewal"/"renew", "migration"/"migrate" meet at 5 letters."""
     word = word.casefold().replace("’", "'").removesuffix("'s").removesuffix("'")
+    word = _LEMMA.get(word, word)
     if len(word) > 4 and word.endswith("ies"):
         word = word[:-3] + "y"
     elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    # "driving"/"drive", "filed"/"file", "running"/"run": the verb's letters.
+    if len(word) > 5 and word.endswith("ing") or len(word) > 4 and word.endswith("ed"):
+        word = word[:-3] if word.endswith("ing") else word[:-2]
+        if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "aeiouls":
+            word = word[:-1]
+    elif len(word) > 3 and word.endswith("e") and not word.endswith(("ee", "ie")):
         word = word[:-1]
     return word[:5] if len(word) > 5 else word
 
@@ -124,7 +144,7 @@ def salient(text: str, ignore: Iterable[str] = ()) -> frozenset[str]:
     return frozenset(stems)
 
 
-_NUMERIC = regex.compile(r"\d+(?:st|nd|rd|th|am|pm|s|k)?|\d+[:.]\d+")
+_NUMERIC = regex.compile(r"\d+(?:st|nd|rd|th|am|pm|s|k)?|\d+[:.]\d+|\d[\d\-/]*")
 
 
 # ---------------------------------------------------------------- clauses and holders
@@ -134,13 +154,17 @@ _NUMERIC = regex.compile(r"\d+(?:st|nd|rd|th|am|pm|s|k)?|\d+[:.]\d+")
 _WONDER = regex.compile(
     r"\b(?:if|would|wo?u?ld|might|maybe|perhaps|wonder(?:s|ing)?|whether|could|should|"
     r"thinking\s+(?:about|of)|considering|in\s+theory|someday|one\s+day|daydream\w*|"
-    r"wish(?:es)?|hypothetically|not\s+sure|probably|suppose|supposing|imagine|what\s+if)\b|\?",
+    r"wish(?:es)?|hypothetically|not\s+sure|probably|suppose|supposing|imagine|what\s+if|in\s+another\s+life)\b|(?<!\?)\?(?![?!])|"
+    r"^\W*(?:how|what|why|where|who|which|do|does|did|is|are|can|any|anyone)\b[^.!]*\?",
     _I,
 )
+# "I'd give up surfing": would, unless what was agreed ("we agreed we'd host") or had been
+# ("we'd settled on a retriever").
+_WOULD = regex.compile(rf"\b(?:i|we|you|he|she|they){_APOS}d\s+(?!\w+ed\b|been\b)", _I)
 # A clause that intends: a plan of its own, never a change of state.
 _INTENT = regex.compile(
     r"\b(?:plan(?:s|ning)?(?:\s+(?:is|to))?|going\s+to|gonna|will|(?:need|needs|have|has)\s+"
-    rf"to|want(?:s)?\s+to|hop(?:e|es|ing)\s+to|todo|to-do|remind\s+me|promised?|{_APOS}ll|"
+    rf"to|gotta|must|want(?:s)?\s+to|hop(?:e|es|ing)\s+to|todo|to-do|remind\s+me|promised?|{_APOS}ll|"
     r"supposed\s+to|meant\s+to|due|deadline|decided|decision|settled\s+on|agreed|chose|"
     r"picked|went\s+with|going\s+with|putting\s+off|on\s+my\s+(?:list|plate)|got\s+to|"
     r"(?:is|are)\s+(?:booked|scheduled|planned|set)\s+for|"
@@ -161,7 +185,8 @@ _PAST = regex.compile(
 _HAS = regex.compile(
     rf"\b(?:use|uses|using|have|has|{_APOS}ve\s+got|own|owns|drive|drives|run|runs|write|"
     rf"writes|play|plays|practi[cs]e|practi[cs]es|practi[cs]ing|teach|teaches|is\s+my|"
-    rf"are\s+my|my\s+\w+\s+(?:is|are)|goes\s+to|go\s+to|(?:i{_APOS}m|i\s+am|we{_APOS}re|"
+    rf"are\s+my|my\s+\w+\s+(?:is|are)|goes\s+to|go\s+to|(?<=(?:i{_APOS}m|i\s+am|"
+    rf"we{_APOS}re|we\s+are|(?-i:[A-Z])\w+\s+is)\s+)(?:a|an)|(?:i{_APOS}m|i\s+am|we{_APOS}re|"
     rf"we\s+are|[A-Z]\w+\s+is)\s+(?:\w+\s+)?(?:doing|learning|training|teaching|writing|"
     rf"working\s+on|in|on|at|taking|studying|renting))\b",
     _I,
@@ -215,6 +240,8 @@ def _is_other(clause: str, holder: str) -> bool:
     subject = clause[: end.start()] if end else clause
     if _WITH_SELF.search(subject):
         return False
+    if holder and regex.match(rf"\s*{regex.escape(holder)}\b(?!{_APOS})", clause, flags=_I):
+        return False  # "Dana coaches Dana's nephew's team": Dana's, not the nephew's
     if holder and regex.search(rf"\band\s+{regex.escape(holder)}\b", subject, flags=_I):
         return False
     return _OTHER_PERSON.search(subject) is not None
@@ -325,7 +352,10 @@ _ROLE_VERBS = regex.compile(
 _ROLE_OF_VERB = {"teach": "teacher", "coach": "coach", "nurse": "nurse", "manag": "manager"}
 _PARTNERS = r"boyfriend|girlfriend|wife|husband|fianc[ée]e?"
 _RELATIONSHIP = (
-    ("single", r"single|on\s+my\s+own|broke\s+up|split\s+up|separated|divorced|divorcing"),
+    (
+        "single",
+        r"single|on\s+my\s+own|broke\s+up|split\s+up|separated|separating|divorced|divorcing",
+    ),
     ("widowed", r"widowed|widow|widower"),
     (
         "dating",
@@ -413,6 +443,7 @@ _COUNT_KIND = {
 # Cues that end what follows them ("left Shopify", "scrapped React", "bye comcast").
 _ENDING = regex.compile(
     r"\b(?:left|leaving\s+(?!for\b)|quit|quitting|dropped(?:\s+out\s+of)?|ditched|scrapped|"
+    r"turned\s+down|accepted\s+an\s+offer\s+(?:on|for)|f[ae]ll(?:ing)?\s+out\s+with|"
     r"cancell?ed|called\s+off|sold|selling|traded\s+in|closed|shelved|gave\s+up(?:\s+on)?|"
     r"given\s+up(?:\s+on)?|stopped|moved\s+(?:off|out\s+of|away\s+from)|moving\s+off|"
     r"switched\s+(?:away\s+)?from|got\s+rid\s+of|stepped\s+down\s+(?:as|from)|"
@@ -433,9 +464,11 @@ _ENDING = regex.compile(
 _ENDED_SUBJECT = regex.compile(
     r"(?:^|[,.;:!?]\s*|\b(?:the|my|our)\s+)(?P<v>[\p{L}\p{N}][\p{L}\p{N}'’\-]*"
     r"(?:\s+[\p{L}\p{N}][\p{L}\p{N}'’\-]*){0,2})\s+"
-    r"(?:(?:is|are|was|were)\s+(?:finally\s+|officially\s+)?(?:out|gone|over|dead|history|"
-    r"cancell?ed|off\s+the\s+table|for\s+sale|no\s+more)|(?:finally\s+)?(?:died|got\s+stolen|"
-    r"was\s+stolen|broke\s+down))(?=\s*(?:$|[,.;:!?(]|\s(?:and|but|so|because|now)\b))",
+    r"(?:(?:is|are|was|were|has\s+been|got)\s+(?:finally\s+|officially\s+|now\s+)?(?:out|gone|"
+    r"over|dead|history|cancell?ed|off\s+the\s+table|for\s+sale|no\s+more|closed|retired|"
+    r"healed|approved|granted|fixed|sorted|resolved|switched\s+off|shut\s+down|off)|"
+    r"(?:has\s+|have\s+)?(?:finally\s+)?(?:died|got\s+stolen|was\s+stolen|broke\s+down|healed))"
+    r"(?=\s*(?:$|[,.;:!?(]|\s(?:and|but|so|because|now)\b|\s*[^\p{L}\p{N}\s]))",
     _I,
 )
 # Cues that the work of a plan was done or called off, wherever they stand in the clause.
@@ -480,18 +513,78 @@ _DISLIKE = regex.compile(
 )
 
 
+# ---------------------------------------------------------------- a change in general words
+
+# Words that say how things stand has changed, whatever it is about: "… now", "not …
+# anymore", "switched", "these days", "instead", "became", "in the end". Alone they say
+# nothing of what changed; said beside a word of an earlier statement of the same person
+# ("the Saab died, a Kona is our car now" after "we drive a Saab") they replace it. A "now"
+# that ends a length of time ("three years now") or means "at the moment" says no change.
+# "Now" as a state's word: after a verb of being ("I'm now at Acme") or closing what is said
+# ("a Kona is our car now"); not "now I get to…", "now that…", "three years now", "right now".
+_NOW = (
+    r"(?<!\b(?:right|just|for|by|until|till|years?|months?|weeks?|days?|ages|while|long|"
+    rf"decades?)\s+)(?:(?<=(?:\b(?:is|are|am|be|been)|{_APOS}(?:s|m|re))\s+)now\b|(?<=\w\S*\s+)now"
+    r"(?=\s*(?:$|[,.;:!?)]|\s(?:and|but|so|lol|haha|tbh|honestly|though|instead)\b|\s+[^\p{L}\s])))"
+)
+_SHIFT = regex.compile(
+    r"\b(?:anymore|any\s+more|no\s+longer|instead|nowadays|these\s+days|from\s+now\s+on|"
+    r"as\s+of|switched|swapped|changed\s+(?:to|over|(?:my|our)\s+minds?)|upgraded|downgraded|"
+    r"replaced|transferred|converted|"
+    r"became|become|turned\s+into|(?:gone|went)\s+off|(?:come|came)\s+a?round\s+(?:on|to)|"
+    r"caved|after\s+all|ended\s+up|turns\s+out|moved\s+(?:over|everything|"
+    r"all|on))\b|" + _NOW,
+    _I,
+)
+# Said of the statement as a whole, these keep a change word from replacing anything: it adds
+# ("… too"), it confirms ("still …"), it is for a while ("on a work trip").
+_NOT_A_SHIFT = regex.compile(
+    r"\b(?:too|also|as\s+well|alongside|on\s+top\s+of|in\s+addition|still|remains?|"
+    r"as\s+usual|as\s+always|for\s+the\s+(?:week|weekend|day|night)|trip|visiting)\b",
+    _I,
+)
+
+
+# Whom a message is said to ("Thanks, Mel!", "Hey Caroline,"): not what it is about.
+_VOCATIVE = regex.compile(
+    r"(?:\b(?:hey|hi|hello|thanks|thank\s+you|congrats|yeah|yes|wow|oh|sure|aw+|ok|okay|"
+    r"so|sorry|good\s+(?:morning|night|luck))\W{0,3}\s*(?-i:\p{Lu}\p{L}+)\b|"
+    r",\s*(?-i:\p{Lu}\p{L}+)(?=\s*[!?.]))",
+    _I,
+)
+# "Thankfully", "honestly": how something is said, not what it is about.
+_ADVERB = regex.compile(
+    r"\b(?!(?:family|supply|assembly|italy|july|rally|belly|jelly|reply|bully|daily|early|"
+    r"only|holy|ugly)\b)\p{L}{3,}ly\b",
+    _I,
+)
+# A name inside a sentence (not its first word): "Firefox", "St Columba's".
+_NAME = regex.compile(r"(?<=\p{L}[,;:]?\s+)(?-i:\p{Lu}[\p{L}\p{N}'’\-]+)")
+_SENTENCE = regex.compile(r"(?<=[.!?])\s+")
+
+
+def _sentences_with(text: str, clause: str) -> list[str]:
+    """The sentences of ``text`` that hold ``clause``."""
+    return [s for s in _SENTENCE.split(text) if clause in s] or [clause]
+
+
 def claims(text: str, holder: str = "") -> tuple[Claim, ...]:
     """The claims of a statement whose speaker is ``holder`` (their name, casefolded)."""
     holder = holder.casefold()
     out: list[Claim] = []
     if _SECOND_LABEL.search(_LABEL.sub("", text, count=1)):
         return ()  # an exchange, not one person's statement
+    own: list[str] = []  # the clauses that say something of the holder, plainly
+    shifted = False
     for clause in _clauses(_without_speaker_label(text)):
-        if _WONDER.search(clause):
+        if _WONDER.search(clause) or _WOULD.search(clause) and not _INTENT.search(clause):
             continue
         who = "other" if _is_other(clause, holder) else holder
+        if who == holder and not _INTENT.search(clause) and not _PAST.search(clause):
+            own.append(clause)
+            shifted = shifted or _SHIFT.search(clause) is not None
         if _INTENT.search(clause) and not _DONE.search(clause):
-            out.append(Claim(who, "plan", salient(clause, holder.split())))
+            out.append(Claim(who, "plan", salient(clause, holder.split()), said=clause))
             out.extend(_relationship(clause, who, holder))  # "my fiancé and I are planning…"
             continue
         if _PAST.search(clause):
@@ -502,6 +595,16 @@ def claims(text: str, holder: str = "") -> tuple[Claim, ...]:
             out.append(Claim(who, "has", salient(clause, holder.split())))
     if not any(c.slot == "residence" for c in out):
         out.extend(_relocation(text, holder))
+    if shifted and not _NOT_A_SHIFT.search(text):
+        # What changed is named in the clause that says so, or by name beside it in its
+        # sentence ("I've moved over to Brave, Firefox kept eating my RAM").
+        said = [c for c in own if _SHIFT.search(c)]
+        beside = " ".join(s for c in said for s in _sentences_with(text, c))
+        names = _NAME.findall(_VOCATIVE.sub("", beside))
+        words = _ADVERB.sub("", _VOCATIVE.sub("", " ".join([*said, *names])))
+        value = salient(words, holder.split())
+        if value:
+            out.append(Claim(holder, "shift", value))
     return tuple(dict.fromkeys(out))
 
 
@@ -646,6 +749,13 @@ def _ended(who: str, phrase: str, ignore: list[str]) -> Iterator[Claim]:
     yield Claim(who, "ended", value, ended=True, core=frozenset(core), said=phrase.strip())
 
 
+_PRONOUN = regex.compile(r"it|that|this|them|those|these", _I)
+# "Ripping Firebase out of the project": what is torn out ends.
+_TORN_OUT = regex.compile(
+    r"\b(?:rip|rips|ripp(?:ed|ing)|yank(?:s|ed|ing)?|tore|tear(?:s|ing)?)\s+(?:the\s+|my\s+|our\s+)?"
+    r"(?P<v>[^,.;:!?()]{1,40}?)\s+out\b",
+    _I,
+)
 # Nouns that name what holds the point rather than the point ("the farm idea").
 _CONTAINERS = frozenset(
     _stem(w)
@@ -665,10 +775,17 @@ def _change_claims(clause: str, who: str, holder: str, whole: str) -> Iterator[C
     for m in _ENDING.finditer(clause):
         if _negated(clause, m.start()):
             continue  # "won't quit", "never left"
-        if not regex.search(r"\b(?:you|your)\b", m.group("v"), flags=_I):
-            yield from _ended(who, m.group("v"), ignore)
+        ended = m.group("v")
+        if _PRONOUN.fullmatch(ended.strip()):  # "true crime makes me anxious, I'm done with it"
+            before = [c for c in _clauses(whole[: whole.find(clause)]) if not _WONDER.search(c)]
+            ended = before[-1] if before else ""
+        if ended and not regex.search(r"\b(?:you|your)\b", ended, flags=_I):
+            yield from _ended(who, ended, ignore)
+    for m in _TORN_OUT.finditer(clause):
+        yield from _ended(who, m.group("v"), ignore)
     if _BACK_FROM_LEAVE.search(clause):
-        yield Claim(who, "ended", frozenset({"leave"}), ended=True, core=frozenset({"leave"}))
+        leave = frozenset({_stem("leave")})
+        yield Claim(who, "ended", leave, ended=True, core=leave)
     for m in _ENDED_SUBJECT.finditer(clause):
         yield from _ended(who, m.group("v"), ignore)
     if _DONE.search(clause):
@@ -703,6 +820,10 @@ _ORG_NOUNS = frozenset(
     department startup bank studio lab restaurant cafe council
     ministry""".split()
 )
+
+
+# What a change said in general words can replace: how things stand, and what was liked.
+_SHIFTABLE = frozenset({*_STATES, "has", "like", "dislike"})
 
 
 def update_between(old: tuple[Claim, ...], new: tuple[Claim, ...]) -> str | None:
@@ -745,23 +866,35 @@ def _replaces(o: Claim, n: Claim) -> str | None:
         return f"{o.slot[6:]} count: {o.number} → {n.number if n.number != SOME else 'some'}"
     if n.slot == "ended" and o.slot in (*_STATES, "plan", "like", "has") and n.core & o.value:
         return f"no longer {_show(n)}"
-    if o.slot == "plan" and n.slot == "done" and _shares_work(o.value, n.value):
+    if o.slot == "plan" and n.slot == "done" and _shares_work(o, n.value):
         return f"{_DONE_PREFIX}{_show(o)}"
     if o.slot == "like" and n.slot == "dislike" and o.value & n.value:
         return f"now dislikes {_show(n)}"
     if o.slot == "dislike" and n.slot == "like" and o.value & n.value:
         return f"now likes {_show(n)}"
-    if o.slot == "plan" and n.slot == "change" and _shares_work(o.value, n.value):
+    if n.slot == "shift" and o.slot in _SHIFTABLE and o.value & n.value:
+        return f"changed: {' '.join(sorted(o.value & n.value))}"
+    if o.slot == "plan" and n.slot == "shift" and _shares_work(o, n.value):
+        return f"{_DONE_PREFIX}{_show(o)}"  # "migrate to GitLab" → "everything's on GitLab now"
+    if o.slot == "plan" and n.slot == "change" and _shares_work(o, n.value):
         return f"plan changed: {_show(o)}"
     if o.slot == "plan" and n.slot == "changed" and o.value & n.value:
         return f"plan changed: {_show(o)}"
     return None
 
 
-def _shares_work(plan: frozenset[str], done: frozenset[str]) -> bool:
+_DOING = regex.compile(r"\b\p{L}+ing\b", _I)
+
+
+def _shares_work(plan: Claim, done: frozenset[str]) -> bool:
     """What the work is about, shared: at least one word and half of the plan's shorter list."""
-    shared = plan & done
-    return bool(shared) and len(shared) * 2 >= min(len(plan), 4)
+    shared = plan.value & done
+    if not shared or len(shared) * 2 < min(len(plan.value), 4):
+        return False
+    # The doing alone is not the work: "finish painting the fence" is not done by "finished
+    # painting my miniatures"; what is painted must be shared too.
+    things = salient(_DOING.sub("", plan.said)) if plan.said else plan.value
+    return bool(shared & things) or not things
 
 
 def _show(claim: Claim) -> str:
