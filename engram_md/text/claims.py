@@ -174,6 +174,21 @@ _INTENT = regex.compile(
     r"fall|autumn|winter))\b",
     _I,
 )
+# "Had an interview yesterday": an intent word, told of as past; a story, not a plan.
+_PAST_TIME = regex.compile(
+    r"\b(?:yesterday|last\s+(?:night|week|month|year|\p{L}+day)|\w+\s+ago|earlier\s+today)\b", _I
+)
+_FUTURE = regex.compile(
+    rf"\b(?:going\s+to|gonna|will|{_APOS}ll|plan\w*|need\s+to|have\s+to|want\w*\s+to|"
+    r"hop\w+\s+to|next|tomorrow|soon)\b",
+    _I,
+)
+
+
+def _TOLD(clause: str) -> bool:
+    return _PAST_TIME.search(clause) is not None and _FUTURE.search(clause) is None
+
+
 # A clause set in the past tells a story; it does not say how things are now.
 _PAST = regex.compile(
     r"\b(?:when\s+(?:i|we|he|she|they)\b|back\s+when|back\s+then|as\s+a\s+(?:kid|child|teen"
@@ -290,12 +305,13 @@ _TEMPORARY = regex.compile(
     r"conference|tonight|today)\b",
     _I,
 )
-_PLACE = r"(?P<v>(?-i:[A-Z][\p{L}\-]+)(?:\s+(?-i:[A-Z][\p{L}\-]+))?)"
+_PLACE = r"(?P<v>(?-i:[A-Z][\p{L}\-]+)(?:\s+(?-i:[A-Z][\p{L}\-]+))?)(?![\p{L}'’])"
 _RESIDENCE_RULES = (
     regex.compile(
         rf"\b(?:live[sd]?|living|moved(?:\s+back)?|move|relocated|relocating|shifted|based|"
         rf"settled(?:\s+down)?|(?:flat|apartment|house|place|home|condo|room)|home\s+is|"
-        rf"staying|raised|up|down|out|over)\s+(?:\w+\s+)?(?:in|to|at|into)\s+{_PLACE}",
+        rf"staying|crashing|raised|up|down|out|over)\s+(?:[\w'’\-]+\s+){{0,3}}(?:in|to|at|into)\s+"
+        rf"{_PLACE}",
         _I,
     ),
     regex.compile(rf"\bhome\s+is\s+{_PLACE}|{_PLACE}\s+is\s+(?:now\s+)?home\b", _I),
@@ -467,7 +483,8 @@ _ENDED_SUBJECT = regex.compile(
     r"(?:(?:is|are|was|were|has\s+been|got)\s+(?:finally\s+|officially\s+|now\s+)?(?:out|gone|"
     r"over|dead|history|cancell?ed|off\s+the\s+table|for\s+sale|no\s+more|closed|retired|"
     r"healed|approved|granted|fixed|sorted|resolved|switched\s+off|shut\s+down|off)|"
-    r"(?:has\s+|have\s+)?(?:finally\s+)?(?:died|got\s+stolen|was\s+stolen|broke\s+down|healed))"
+    r"(?:has\s+|have\s+)?(?:finally\s+)?(?:died|got\s+stolen|was\s+stolen|broke\s+down|healed|"
+    r"ended|expired|fell\s+through))"
     r"(?=\s*(?:$|[,.;:!?(]|\s(?:and|but|so|because|now)\b|\s*[^\p{L}\p{N}\s]))",
     _I,
 )
@@ -480,8 +497,14 @@ _DONE = regex.compile(
     r"sorted|fixed|postponed\s+indefinitely|went\s+out|went\s+(?:really\s+)?well|"
     r"cancel|had\s+(?:his|her|their)|"
     # "kitchen's painted", "the tap is fixed": done, said of the work itself
-    rf"(?:is|{_APOS}s|are|was|were)\s+(?:all\s+|finally\s+|now\s+)?(?:[a-z]+ed|done)(?=\W|$))\b",
+    rf"(?:is|{_APOS}s|are|was|were)\s+(?:all\s+|finally\s+|now\s+)?(?:[a-z]+ed|done)(?=\W|$)"
+    r"(?!\s+(?:me|us|him|her|them|you)\b))\b",
     _I,
+)
+# Words that say only that something was done, whatever it was.
+_DONE_WORDS = frozenset(
+    """finished completed done submitted shipped sent delivered handed turned filed published
+    launched released wrapped went live passed signed sorted fixed arrived got""".split()
 )
 # A decision changed in so many words.
 # Said of a decision, these change it even when they share one word with it.
@@ -583,7 +606,7 @@ def claims(text: str, holder: str = "") -> tuple[Claim, ...]:
         if who == holder and not _INTENT.search(clause) and not _PAST.search(clause):
             own.append(clause)
             shifted = shifted or _SHIFT.search(clause) is not None
-        if _INTENT.search(clause) and not _DONE.search(clause):
+        if _INTENT.search(clause) and not _DONE.search(clause) and not _TOLD(clause):
             out.append(Claim(who, "plan", salient(clause, holder.split()), said=clause))
             out.extend(_relationship(clause, who, holder))  # "my fiancé and I are planning…"
             continue
@@ -592,7 +615,7 @@ def claims(text: str, holder: str = "") -> tuple[Claim, ...]:
         out.extend(_state_claims(clause, who, holder))
         out.extend(_change_claims(clause, who, holder, text))
         if _HAS.search(clause) or not _EVENT.search(clause):
-            out.append(Claim(who, "has", salient(clause, holder.split())))
+            out.append(Claim(who, "has", salient(clause, holder.split()), said=clause))
     if not any(c.slot == "residence" for c in out):
         out.extend(_relocation(text, holder))
     if shifted and not _NOT_A_SHIFT.search(text):
@@ -611,7 +634,8 @@ def claims(text: str, holder: str = "") -> tuple[Claim, ...]:
 # "We relocated at the start of the month" says where they live when the statement names
 # the place elsewhere: "Writing to you from Oslo!", "new city — Quebec City".
 _RELOCATED = regex.compile(
-    r"\b(?:relocated|moved\s+(?:house|cities|countries|abroad|here|over)|the\s+move|new\s+city|"
+    r"\b(?:relocated|moved\s+(?:house|cities|countries|abroad|here|over|in)|the\s+move|"
+    r"new\s+city|"
     r"we\s+moved|i\s+moved)\b(?!\s+(?:the|my|our|a)\b)",
     _I,
 )
@@ -657,7 +681,11 @@ def _negated(clause: str, at: int) -> bool:
     return _DENIED.search(clause[max(0, at - 24) : at]) is not None
 
 
-_DENIED = regex.compile(rf"(?:n{_APOS}?t|\bnot|\bno\s+longer|\bnever)\s+(?:\w+\s+)?$", _I)
+_DENIED = regex.compile(
+    rf"(?:n{_APOS}t|\b(?:dont|doesnt|didnt|wont|isnt|arent|havent|hasnt|cant|cannot|not|never)|"
+    r"\bno\s+longer)\s+(?:\w+\s+)?$",
+    _I,
+)
 
 
 def _state_claims(clause: str, who: str, holder: str) -> Iterator[Claim]:
@@ -788,8 +816,12 @@ def _change_claims(clause: str, who: str, holder: str, whole: str) -> Iterator[C
         yield Claim(who, "ended", leave, ended=True, core=leave)
     for m in _ENDED_SUBJECT.finditer(clause):
         yield from _ended(who, m.group("v"), ignore)
-    if _DONE.search(clause):
-        yield Claim(who, "done", salient(clause, ignore))
+    done = [m for m in _DONE.finditer(clause) if not _negated(clause, m.start())]
+    if done:  # "I haven't done pottery yet" is not done
+        sentence = " ".join(_sentences_with(whole, clause))
+        # The done-word is not the work: "passed" does not tie "pass it on" to "passed a test".
+        cue = salient(" ".join(w for m in done for w in m.group(0).split() if w in _DONE_WORDS))
+        yield Claim(who, "done", salient(_VOCATIVE.sub("", sentence), ignore) - cue)
     if _STRONG_CHANGE.search(clause):
         yield Claim(who, "changed", salient(whole, ignore))
     elif _CHANGE.search(clause) and not _STILL.search(clause):
@@ -873,7 +905,10 @@ def _replaces(o: Claim, n: Claim) -> str | None:
     if o.slot == "dislike" and n.slot == "like" and o.value & n.value:
         return f"now likes {_show(n)}"
     if n.slot == "shift" and o.slot in _SHIFTABLE and o.value & n.value:
-        return f"changed: {' '.join(sorted(o.value & n.value))}"
+        # What the earlier statement is about, not what it was doing ("keep dreaming").
+        things = salient(_DOING.sub("", o.said)) if o.slot == "has" and o.said else o.value
+        if things & n.value:
+            return f"changed: {' '.join(sorted(things & n.value))}"
     if o.slot == "plan" and n.slot == "shift" and _shares_work(o, n.value):
         return f"{_DONE_PREFIX}{_show(o)}"  # "migrate to GitLab" → "everything's on GitLab now"
     if o.slot == "plan" and n.slot == "change" and _shares_work(o, n.value):
