@@ -109,8 +109,15 @@ def _stem(word: str) -> str:
         word = word[:-3] + "y"
     elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
         word = word[:-1]
-    # "driving"/"drive", "filed"/"file", "running"/"run": the verb's letters.
-    if len(word) > 5 and word.endswith("ing") or len(word) > 4 and word.endswith("ed"):
+    # "driving"/"drive", "filed"/"file", "running"/"runner"/"run": the verb's letters.
+    if (
+        len(word) > 5
+        and word.endswith("ing")
+        or len(word) > 4
+        and word.endswith("ed")
+        or len(word) > 5
+        and word.endswith("er")
+    ):
         word = word[:-3] if word.endswith("ing") else word[:-2]
         if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "aeiouls":
             word = word[:-1]
@@ -221,12 +228,15 @@ _ADDS_TO = regex.compile(r"\b(?:too|also|as\s+well|on\s+top\s+of|in\s+addition)\
 _STILL = regex.compile(r"\b(?:still|as\s+usual|as\s+always|yep|same\s+as)\b", _I)
 
 # Who a clause is about, when it is not the speaker: "my sister", "my husband", "Ren".
-_OTHER_PERSON = regex.compile(
-    rf"\b(?:my|our|his|her|their|\w+{_APOS}s)\s+(?:(?:older|younger|little|big|best|new|old)\s+)?"
+_PEOPLE = (
     r"(?:sister|brother|mom|mum|mother|dad|father|husband|wife|partner|boyfriend|girlfriend|"
     r"son|daughter|kid|friend|coworker|co-worker|colleague|boss|manager|roommate|flatmate|"
     r"neighbou?r|cousin|aunt|uncle|grandma|grandpa|grandmother|grandfather|fianc[ée]e?|"
-    r"ex|parents?|in-laws|niece|nephew|teammate)\b",
+    r"ex|parents?|in-laws|niece|nephew|teammate)"
+)
+_OTHER_PERSON = regex.compile(
+    rf"\b(?:my|our|his|her|their|\w+{_APOS}s)\s+(?:(?:older|younger|little|big|best|new|old)\s+)?"
+    rf"{_PEOPLE}\b",
     _I,
 )
 
@@ -379,7 +389,10 @@ _RELATIONSHIP = (
         r"been\s+together",
     ),
     ("engaged", r"engaged|fianc[ée]e?|proposed"),
-    ("married", r"married|remarried|eloped|wedding\s+was|honeymoon|my\s+(?:wife|husband)\b"),
+    (
+        "married",
+        r"married|remarried|eloped|tied\s+the\s+knot|got\s+hitched|wedding\s+was|honeymoon|my\s+(?:wife|husband)\b",
+    ),
 )
 _DIET = (
     ("vegan", r"vegan"),
@@ -405,6 +418,9 @@ _COUNT_RULES = (
         _I,
     ),
     regex.compile(rf"\b(?P<n>{_NUM})\s+of\s+(?P<noun>us)\b", _I),
+    # "baby number three", "a four-piece (band)"
+    regex.compile(rf"\b(?P<noun>baby|kid|child)\s+(?:number|no\.?|#)\s*(?P<n>{_NUM})\b", _I),
+    regex.compile(rf"\b(?P<n>{_NUM})-(?:piece)\b(?P<noun>)", _I),
     regex.compile(
         rf"\b(?P<noun>reports|kids|employees|team)\s+went\s+(?:up|down)\s+to\s+"
         rf"(?P<n>{_NUM})\b",
@@ -460,6 +476,7 @@ _COUNT_KIND = {
 _ENDING = regex.compile(
     r"\b(?:left|leaving\s+(?!for\b)|quit|quitting|dropped(?:\s+out\s+of)?|ditched|scrapped|"
     r"turned\s+down|accepted\s+an\s+offer\s+(?:on|for)|f[ae]ll(?:ing)?\s+out\s+with|"
+    r"gave\s+away|donated|rehomed|returned(?=\s+(?:the|my|our)\b)|recovered\s+from|got\s+over|"
     r"cancell?ed|called\s+off|sold|selling|traded\s+in|closed|shelved|gave\s+up(?:\s+on)?|"
     r"given\s+up(?:\s+on)?|stopped|moved\s+(?:off|out\s+of|away\s+from)|moving\s+off|"
     r"switched\s+(?:away\s+)?from|got\s+rid\s+of|stepped\s+down\s+(?:as|from)|"
@@ -491,6 +508,7 @@ _ENDED_SUBJECT = regex.compile(
 # Cues that the work of a plan was done or called off, wherever they stand in the clause.
 _DONE = regex.compile(
     r"\b(?:finished|completed|done|submitted|shipped|sent|delivered|handed\s+in|turned\s+in|"
+    r"booked|ordered|installed|repaired|set\s+up|picked\s+up|returned|bought|"
     r"filed|published|launched|released|wrapped\s+up|went\s+live|is\s+live|migrated|renewed|"
     rf"paid(?:\s+off)?|cancell?ed|called\s+off|scrapped|is\s+off|{_APOS}s\s+off|"
     rf"didn{_APOS}?t\s+end\s+up|not\s+happening|defended|passed|signed|got\s+back|arrived|"
@@ -510,7 +528,8 @@ _DONE_WORDS = frozenset(
 # Said of a decision, these change it even when they share one word with it.
 _STRONG_CHANGE = regex.compile(
     r"\b(?:change\s+of\s+plans?|scratch\s+that|after\s+all|flipped\s+it|changed\s+(?:\S+\s+){0,3}?"
-    r"minds?|backed\s+out|instead|swapped)\b",
+    r"minds?|backed\s+out|instead|swapped|decided\s+against|on\s+second\s+thoughts?|"
+    r"reconsidered|rethought|not\s+going\s+ahead)\b",
     _I,
 )
 _CHANGE = regex.compile(
@@ -556,13 +575,18 @@ _SHIFT = regex.compile(
     r"replaced|transferred|converted|"
     r"became|become|turned\s+into|(?:gone|went)\s+off|(?:come|came)\s+a?round\s+(?:on|to)|"
     r"caved|after\s+all|ended\s+up|turns\s+out|moved\s+(?:over|everything|"
-    r"all|on))\b|" + _NOW,
+    r"all|on)|(?:moved|switched|transferred)\s+(?!(?:to|into|in|out|on|over|back|up|down)\b)"
+    r"(?:[\w'’\-]+,?\s+){1,3}?(?:to|into)|back\s+in\s+touch|talking\s+again|"
+    r"new\s+(?:[\w\-]+\s+)?(?:phone|laptop|computer|car|bike|job|role|position|boss|manager|"
+    r"team|number|email|address|flat|apartment|house|place|school|doctor|gp|dentist|bank|"
+    r"provider|landlord|editor|browser))\b|" + _NOW,
     _I,
 )
 # Said of the statement as a whole, these keep a change word from replacing anything: it adds
 # ("… too"), it confirms ("still …"), it is for a while ("on a work trip").
 _NOT_A_SHIFT = regex.compile(
     r"\b(?:too|also|as\s+well|alongside|on\s+top\s+of|in\s+addition|still|remains?|"
+    r"second|spare|extra|backup|personal|another|"
     r"as\s+usual|as\s+always|for\s+the\s+(?:week|weekend|day|night)|trip|visiting)\b",
     _I,
 )
@@ -586,6 +610,20 @@ _NAME = regex.compile(r"(?<=\p{L}[,;:]?\s+)(?-i:\p{Lu}[\p{L}\p{N}'’\-]+)")
 _SENTENCE = regex.compile(r"(?<=[.!?])\s+")
 
 
+def _theirs(clause: str, holder: str) -> Iterator[Claim]:
+    """What a clause says of someone close to the holder ("my daughter Zinnia is at
+    Harbourside"): the holder's to change ("we moved Zinnia to Elmhurst"), if said of the
+    same person -- ``core`` holds who they are (the kin words and names of the subject)."""
+    end = _SUBJECT_END.search(clause)
+    subject = clause[: end.start()] if end else clause
+    own = rf"(?:my|our|{regex.escape(holder)}{_APOS}s)"
+    if not regex.search(rf"\b{own}\s+(?:[\w\-]+\s+){{0,2}}?{_PEOPLE}\b", subject, flags=_I):
+        return
+    who = {_stem(w) for w in regex.findall(rf"\b{_PEOPLE}\b", subject, flags=_I)}
+    who.update(_stem(n) for n in _NAME.findall(subject) if n.casefold() != holder)
+    yield Claim(holder, "theirs", salient(clause, holder.split()), core=frozenset(who), said=clause)
+
+
 def _sentences_with(text: str, clause: str) -> list[str]:
     """The sentences of ``text`` that hold ``clause``."""
     return [s for s in _SENTENCE.split(text) if clause in s] or [clause]
@@ -603,6 +641,8 @@ def claims(text: str, holder: str = "") -> tuple[Claim, ...]:
         if _WONDER.search(clause) or _WOULD.search(clause) and not _INTENT.search(clause):
             continue
         who = "other" if _is_other(clause, holder) else holder
+        if who == "other" and holder and not _WONDER.search(clause):
+            out.extend(_theirs(clause, holder))
         if who == holder and not _INTENT.search(clause) and not _PAST.search(clause):
             own.append(clause)
             shifted = shifted or _SHIFT.search(clause) is not None
@@ -622,12 +662,12 @@ def claims(text: str, holder: str = "") -> tuple[Claim, ...]:
         # What changed is named in the clause that says so, or by name beside it in its
         # sentence ("I've moved over to Brave, Firefox kept eating my RAM").
         said = [c for c in own if _SHIFT.search(c)]
-        beside = " ".join(s for c in said for s in _sentences_with(text, c))
+        beside = _ASIDE.sub("", text)  # names anywhere in it: "called Eustace … back in touch now"
         names = _NAME.findall(_VOCATIVE.sub("", beside))
         words = _ADVERB.sub("", _VOCATIVE.sub("", " ".join([*said, *names])))
         value = salient(words, holder.split())
-        if value:
-            out.append(Claim(holder, "shift", value))
+        if value or _alternatives(words):
+            out.append(Claim(holder, "shift", value, said=words))
     return tuple(dict.fromkeys(out))
 
 
@@ -695,7 +735,8 @@ def _state_claims(clause: str, who: str, holder: str) -> Iterator[Claim]:
             for m in rule.finditer(clause):
                 if not _negated(clause, m.start()):
                     yield Claim(who, "residence", salient(m.group("v")), said=m.group("v"))
-    for rule in _EMPLOYER_RULES:
+    jobless = _JOBLESS.search(clause) is not None  # "lost my job at Acme" says no employer
+    for rule in () if jobless else _EMPLOYER_RULES:
         for m in rule.finditer(clause):
             value = salient(m.group("v"))
             if value and not additive and not _negated(clause, m.start()):
@@ -790,6 +831,25 @@ _CONTAINERS = frozenset(
     for w in """program programme course class degree plan idea thing job role app application
     subscription membership account service project lessons training contract""".split()
 )
+# Out of work: every job and employer said before ends.
+_JOBLESS = regex.compile(
+    rf"\b(?:i{_APOS}m|i\s+am|i|we|(?-i:[A-Z])\w+\s+is|(?-i:[A-Z])\w+)\s+(?:\w+\s+)?(?:retired|"
+    r"unemployed|jobless|between\s+jobs)\b(?!\s+(?:from|as)\b)|\b(?:got|was|been)\s+(?:laid\s+off|"
+    rf"fired|made\s+redundant)\b(?!\s+from)|\blost\s+(?:my|\w+{_APOS}s)\s+job\b",
+    _I,
+)
+# The end of studies: "I graduated", "defended my thesis".
+_GRADUATED = regex.compile(
+    rf"\b(?:graduated|defended|finished\s+(?:my|\w+{_APOS}s)\s+(?:degree|phd|masters?|studies|"
+    r"course))\b",
+    _I,
+)
+_STUDENT = frozenset(_stem(w) for w in "student phd candidate undergrad postgrad".split())
+_BORN = regex.compile(
+    rf"\b(?:was|were|got)\s+born\b|\bgave\s+birth\b|\bbaby(?:{_APOS}s|\s+is|\s+has)\s+"
+    r"(?:here|arrived)\b|\bbaby\s+(?:[\w\-]+\s+){0,2}arrived\b",
+    _I,
+)
 # Back from a leave: "back at work as of Monday", "back in the office after paternity leave".
 _BACK_FROM_LEAVE = regex.compile(
     r"\bback\s+(?:at|in|to)\s+(?:the\s+)?(?:work|office|job|desk)\b", _I
@@ -811,6 +871,13 @@ def _change_claims(clause: str, who: str, holder: str, whole: str) -> Iterator[C
             yield from _ended(who, ended, ignore)
     for m in _TORN_OUT.finditer(clause):
         yield from _ended(who, m.group("v"), ignore)
+    if _JOBLESS.search(clause):
+        yield Claim(who, "jobless", frozenset({"job"}))
+    if _GRADUATED.search(clause):
+        yield Claim(who, "graduated", frozenset({"study"}))
+    if _BORN.search(clause):  # a birth ends a pregnancy
+        waiting = frozenset({_stem("pregnant"), _stem("expecting")})
+        yield Claim(who, "ended", waiting, ended=True, core=waiting)
     if _BACK_FROM_LEAVE.search(clause):
         leave = frozenset({_stem("leave")})
         yield Claim(who, "ended", leave, ended=True, core=leave)
@@ -854,8 +921,30 @@ _ORG_NOUNS = frozenset(
 )
 
 
+# Words that are values of one kind, so that a change from one to another needs no shared
+# word: "I prefer morning runs" → "I'm an evening runner now"; "window seat" → "aisle".
+_KINDS = {
+    "time of day": "morning mornings evening evenings night nights afternoon afternoons",
+    "seat": "window aisle",
+    "phone system": "android iphone ios",
+    "computer system": "mac macos linux chromebook",
+    "milk": "oat soy almond dairy",
+}
+_KIND_OF = {w: kind for kind, words in _KINDS.items() for w in words.split()}
+
+
+def _alternatives(text: str) -> dict[str, frozenset[str]]:
+    """The words of ``text`` that are values of a kind (:data:`_KINDS`), by kind."""
+    found: dict[str, set[str]] = {}
+    for word in _WORD.findall(text.casefold()):
+        kind = _KIND_OF.get(word)
+        if kind is not None:
+            found.setdefault(kind, set()).add(word.removesuffix("s"))
+    return {kind: frozenset(words) for kind, words in found.items()}
+
+
 # What a change said in general words can replace: how things stand, and what was liked.
-_SHIFTABLE = frozenset({*_STATES, "has", "like", "dislike"})
+_SHIFTABLE = frozenset({*_STATES, "has", "like", "dislike", "theirs"})
 
 
 def update_between(old: tuple[Claim, ...], new: tuple[Claim, ...]) -> str | None:
@@ -904,11 +993,22 @@ def _replaces(o: Claim, n: Claim) -> str | None:
         return f"now dislikes {_show(n)}"
     if o.slot == "dislike" and n.slot == "like" and o.value & n.value:
         return f"now likes {_show(n)}"
-    if n.slot == "shift" and o.slot in _SHIFTABLE and o.value & n.value:
+    if n.slot == "jobless" and o.slot in ("employer", "role"):
+        return f"no longer works: {_show(o)}"
+    if n.slot == "graduated" and o.slot == "role" and o.value & _STUDENT:
+        return f"no longer a student: {_show(o)}"
+    if n.slot == "shift" and o.slot in _SHIFTABLE:
         # What the earlier statement is about, not what it was doing ("keep dreaming").
         things = salient(_DOING.sub("", o.said)) if o.slot == "has" and o.said else o.value
+        if o.slot == "theirs":
+            things = o.core  # said of the same person
         if things & n.value:
             return f"changed: {' '.join(sorted(things & n.value))}"
+        if o.said and n.said:
+            was, now = _alternatives(o.said), _alternatives(n.said)
+            for kind, words in now.items():
+                if kind in was and words - was[kind]:
+                    return f"{kind}: {'/'.join(sorted(was[kind]))} → {'/'.join(sorted(words))}"
     if o.slot == "plan" and n.slot == "shift" and _shares_work(o, n.value):
         return f"{_DONE_PREFIX}{_show(o)}"  # "migrate to GitLab" → "everything's on GitLab now"
     if o.slot == "plan" and n.slot == "change" and _shares_work(o, n.value):
