@@ -130,6 +130,7 @@ def salient(text: str, ignore: Iterable[str] = ()) -> frozenset[str]:
     """What a piece of text is about, as stems: its words less stop, generic and name words.
     Adjacent words also count squashed together, so "VS Code" meets "vscode"."""
     skip = {w.casefold() for w in ignore}
+    text = regex.sub(r"\b(\p{Lu}{2,})s\b", r"\1", text)  # "GPs" is "GP" more than once
     words = [w.casefold().replace("’", "'") for w in _WORD.findall(text)]
     words = [w[:-2] if w.endswith("'s") and w[:-2] in skip else w for w in words]
     kept = [
@@ -241,9 +242,13 @@ _OTHER_PERSON = regex.compile(
 )
 
 
+# The end of a sentence, not of "Dr." or "St." before a name.
+_STOP = r"(?<=[.!?;])(?<!\b(?:[Dd]r|[Mm]rs?|[Mm]s|[Ss]t|[Pp]rof|etc|vs|approx)\.)"
+
+
 def _clauses(text: str) -> Iterator[str]:
     """A statement's clauses: a "?" or an "if" in one does not cancel the plain one beside it."""
-    breaks = r"(?<=[.!?;])\s+|\s+(?:but|so|and then|though)\s+|,\s+|\s+[—–]\s+"
+    breaks = rf"{_STOP}\s+|\s+(?:but|so|and then|though)\s+|,\s+|\s+[—–]\s+"
     for part in regex.split(breaks, text):
         if part.strip():
             yield part.strip()
@@ -401,6 +406,8 @@ _DIET = (
     ("omnivore", r"eat(?:ing|s)?\s+meat(?:\s+again)?|eating\s+meat"),
 )
 _COUNT_RULES = (
+    # "a four-piece now": the members of a band
+    regex.compile(rf"\b(?P<n>{_NUM})-piece\s+(?:band\s+)?(?P<noun>now)\b", _I),
     regex.compile(
         rf"\b(?:have|has|had|got|own|owns|with|down\s+to|up\s+to|crossed|now|just|only)\s+"
         rf"(?:(?:about|around|roughly|like|the|just|only|exactly)\s+)*(?P<n>{_NUM})\s+"
@@ -420,7 +427,6 @@ _COUNT_RULES = (
     regex.compile(rf"\b(?P<n>{_NUM})\s+of\s+(?P<noun>us)\b", _I),
     # "baby number three", "a four-piece (band)"
     regex.compile(rf"\b(?P<noun>baby|kid|child)\s+(?:number|no\.?|#)\s*(?P<n>{_NUM})\b", _I),
-    regex.compile(rf"\b(?P<n>{_NUM})-(?:piece)\b(?P<noun>)", _I),
     regex.compile(
         rf"\b(?P<noun>reports|kids|employees|team)\s+went\s+(?:up|down)\s+to\s+"
         rf"(?P<n>{_NUM})\b",
@@ -470,6 +476,7 @@ _COUNT_KIND = {
     "household": "people", "grandchildren": "grandkid", "grandkids": "grandkid",
     "cat": "cat", "cats": "cat", "dog": "dog", "dogs": "dog", "car": "car", "cars": "car",
     "report": "report", "reports": "report", "pet": "pet", "pets": "pet",
+    "members": "people", "member": "people", "now": "people",  # "a four-piece now"
 }  # fmt: skip
 
 # Cues that end what follows them ("left Shopify", "scrapped React", "bye comcast").
@@ -502,13 +509,14 @@ _ENDED_SUBJECT = regex.compile(
     r"healed|approved|granted|fixed|sorted|resolved|switched\s+off|shut\s+down|off)|"
     r"(?:has\s+|have\s+)?(?:finally\s+)?(?:died|got\s+stolen|was\s+stolen|broke\s+down|healed|"
     r"ended|expired|fell\s+through))"
-    r"(?=\s*(?:$|[,.;:!?(]|\s(?:and|but|so|because|now)\b|\s*[^\p{L}\p{N}\s]))",
+    r"(?=\s*(?:$|[,.;:!?(]|\s(?:and|but|so|because|now|today|yesterday|finally|at\s+last|"
+    r"this\s+\w+|last\s+\w+)\b|\s*[^\p{L}\p{N}\s]))",
     _I,
 )
 # Cues that the work of a plan was done or called off, wherever they stand in the clause.
 _DONE = regex.compile(
     r"\b(?:finished|completed|done|submitted|shipped|sent|delivered|handed\s+in|turned\s+in|"
-    r"booked|ordered|installed|repaired|set\s+up|picked\s+up|returned|bought|"
+    r"booked(?!\s+(?:\w+\s+)?for)|ordered|installed|repaired|set\s+up|picked\s+up|returned|bought|"
     r"filed|published|launched|released|wrapped\s+up|went\s+live|is\s+live|migrated|renewed|"
     rf"paid(?:\s+off)?|cancell?ed|called\s+off|scrapped|is\s+off|{_APOS}s\s+off|"
     rf"didn{_APOS}?t\s+end\s+up|not\s+happening|defended|passed|signed|got\s+back|arrived|"
@@ -516,6 +524,7 @@ _DONE = regex.compile(
     r"cancel|had\s+(?:his|her|their)|"
     # "kitchen's painted", "the tap is fixed": done, said of the work itself
     rf"(?:is|{_APOS}s|are|was|were)\s+(?:all\s+|finally\s+|now\s+)?(?:[a-z]+ed|done)(?=\W|$)"
+    r"(?!\s+(?:for|to|until|till)\b)"  # "is booked for February" is still to come
     r"(?!\s+(?:me|us|him|her|them|you)\b))\b",
     _I,
 )
@@ -607,7 +616,7 @@ _ADVERB = regex.compile(
 )
 # A name inside a sentence (not its first word): "Firefox", "St Columba's".
 _NAME = regex.compile(r"(?<=\p{L}[,;:]?\s+)(?-i:\p{Lu}[\p{L}\p{N}'’\-]+)")
-_SENTENCE = regex.compile(r"(?<=[.!?])\s+")
+_SENTENCE = regex.compile(rf"{_STOP.replace(';', '')}\s+")
 
 
 def _theirs(clause: str, holder: str) -> Iterator[Claim]:
@@ -943,6 +952,34 @@ def _alternatives(text: str) -> dict[str, frozenset[str]]:
     return {kind: frozenset(words) for kind, words in found.items()}
 
 
+# What someone does, said right after them: "I drive a Saab", "everything I write is in Helix",
+# "I'm reading on a Kobo" -- the verb (or the preposition of "I'm on Android").
+_DOER = (
+    rf"(?:\b(?:i|we){_APOS}(?:m|re|ve)|\b(?:i|we)\b)(?:\s+(?:am|is|are|have|has|do|been|now|just|"
+    r"mostly|mainly|usually|always|actually|currently|finally|basically|only|all|mostly)\b)*"
+    r"\s+(?P<verb>\p{L}+)"
+)
+# Verbs of anything, which tie nothing: "I have", "I got", "I'm not".
+_ANY_VERB = frozenset(
+    _stem(w)
+    for w in """be am is are was were have has had get got go went do did make made like love
+    want need think feel know say tell try take see look keep let hope guess mean can will would
+    could should not no never also really so a an the my our this that just""".split()
+)
+
+
+def _frames(text: str, holder: str) -> frozenset[str]:
+    """The verbs (or prepositions) said of the holder in ``text``."""
+    doer = _DOER
+    if holder:
+        name = regex.escape(holder)
+        doer = doer.replace(
+            "(?:i|we)\\b)", f"(?:i|we|{name}|{name}{_APOS}s\\s+(?:team|family))\\b)"
+        )
+    found = {_stem(m.group("verb")) for m in regex.finditer(doer, text, flags=_I)}
+    return frozenset(found - _ANY_VERB)
+
+
 # What a change said in general words can replace: how things stand, and what was liked.
 _SHIFTABLE = frozenset({*_STATES, "has", "like", "dislike", "theirs"})
 
@@ -1004,6 +1041,10 @@ def _replaces(o: Claim, n: Claim) -> str | None:
             things = o.core  # said of the same person
         if things & n.value:
             return f"changed: {' '.join(sorted(things & n.value))}"
+        if o.slot == "has" and o.said and n.said:
+            same = _frames(o.said, o.holder) & _frames(n.said, n.holder)
+            if same:  # "I drive a Saab" → "I drive a Kona now"
+                return f"changed: what {o.holder} {'/'.join(sorted(same))}"
         if o.said and n.said:
             was, now = _alternatives(o.said), _alternatives(n.said)
             for kind, words in now.items():
