@@ -82,6 +82,7 @@ _GENERIC = frozenset(
     """.split()
 )
 _NUMBER = {
+    "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6,
     "no": 0, "zero": 0, "one": 1, "a": 1, "an": 1, "single": 1, "just": 1, "two": 2,
     "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
     "eleven": 11, "twelve": 12, "couple": 2,
@@ -172,7 +173,8 @@ _WOULD = regex.compile(rf"\b(?:i|we|you|he|she|they){_APOS}d\s+(?!\w+ed\b|been\b
 # A clause that intends: a plan of its own, never a change of state.
 _INTENT = regex.compile(
     r"\b(?:plan(?:s|ning)?(?:\s+(?:is|to))?|going\s+to|gonna|will|(?:need|needs|have|has)\s+"
-    rf"to|gotta|must|want(?:s)?\s+to|hop(?:e|es|ing)\s+to|todo|to-do|remind\s+me|promised?|{_APOS}ll|"
+    rf"to|gotta|must|learning\s+to|studying\s+for|preparing\s+for|"
+    rf"want(?:s)?\s+to|hop(?:e|es|ing)\s+to|todo|to-do|remind\s+me|promised?|{_APOS}ll|"
     r"supposed\s+to|meant\s+to|due|deadline|decided|decision|settled\s+on|agreed|chose|"
     r"picked|went\s+with|going\s+with|putting\s+off|on\s+my\s+(?:list|plate)|got\s+to|"
     r"(?:is|are)\s+(?:booked|scheduled|planned|set)\s+for|"
@@ -220,12 +222,17 @@ _EVENT = regex.compile(
     r"told|said|found|lost|won|ate|drank|gave|began|spent|tried|yesterday|tonight|today|ago)\b",
     _I,
 )
+# "Too" that adds ("I like coffee too"), not one that says how much ("too pricey").
+_TOO = (
+    r"too(?=\s*(?:$|[^\p{L}\s]|\s+(?:now|lol|honestly|haha|btw|tbh|though|tho|actually|"
+    r"these|lately|then|at|in|on|for|with|and|but|so)\b))"
+)
 _ADDITIVE = regex.compile(
-    r"\b(?:too|also|as\s+well|another|in\s+addition|besides|on\s+the\s+side|on\s+top\s+of)\b",
+    rf"\b(?:{_TOO}|also|as\s+well|another|in\s+addition|besides|on\s+the\s+side|on\s+top\s+of)\b",
     _I,
 )
 # "handed the team over to another coach" ends something; "I also quit X" adds an ending.
-_ADDS_TO = regex.compile(r"\b(?:too|also|as\s+well|on\s+top\s+of|in\s+addition)\b", _I)
+_ADDS_TO = regex.compile(rf"\b(?:{_TOO}|also|as\s+well|on\s+top\s+of|in\s+addition)\b", _I)
 _STILL = regex.compile(r"\b(?:still|as\s+usual|as\s+always|yep|same\s+as)\b", _I)
 
 # Who a clause is about, when it is not the speaker: "my sister", "my husband", "Ren".
@@ -325,7 +332,8 @@ _RESIDENCE_RULES = (
     regex.compile(
         rf"\b(?:live[sd]?|living|moved(?:\s+back)?|move|relocated|relocating|shifted|based|"
         rf"settled(?:\s+down)?|(?:flat|apartment|house|place|home|condo|room)|home\s+is|"
-        rf"staying|crashing|raised|up|down|out|over)\s+(?:[\w'’\-]+\s+){{0,3}}(?:in|to|at|into)\s+"
+        rf"staying|crashing|raised|up|down|out|over)\s+(?:[\w'’\-]+\s+){{0,3}}"
+        rf"(?:in|to|at|into|outside|near)\s+"
         rf"{_PLACE}",
         _I,
     ),
@@ -337,8 +345,9 @@ _RESIDENCE_RULES = (
         _I,
     ),
     regex.compile(
-        rf"\b(?:i{_APOS}m|i\s+am|we{_APOS}re|we\s+are|[A-Z]\w+\s+is|\w+{_APOS}s\s+family\s+is)"
-        rf"\s+(?:now\s+|still\s+|currently\s+)?(?:in|based\s+in)\s+{_PLACE}",
+        rf"\b(?:i{_APOS}m|i\s+am|we{_APOS}re|we\s+are|[A-Z]\w+\s+is|\w+{_APOS}s\s+family\s+is|"
+        rf"(?:i|we|[A-Z]\w+){_APOS}ve\s+been|(?:i|we)\s+have\s+been|[A-Z]\w+\s+has\s+been)"
+        rf"\s+(?:now\s+|still\s+|currently\s+)?(?:in|based\s+in)\s+{_PLACE}(?!\s+for\b)",
         _I,
     ),
     regex.compile(rf"\bin\s+{_PLACE}\s+now\b", _I),
@@ -425,6 +434,12 @@ _COUNT_RULES = (
         _I,
     ),
     regex.compile(rf"\b(?P<n>{_NUM})\s+of\s+(?P<noun>us)\b", _I),
+    # "a third cat": the count it makes
+    regex.compile(
+        r"\b(?:a|our|my)\s+(?P<n>second|third|fourth|fifth|sixth)\s+(?:[\w\-]+\s+)?"
+        r"(?P<noun>cat|dog|kid|child|baby|car|pet)\b",
+        _I,
+    ),
     # "baby number three", "a four-piece (band)"
     regex.compile(rf"\b(?P<noun>baby|kid|child)\s+(?:number|no\.?|#)\s*(?P<n>{_NUM})\b", _I),
     regex.compile(
@@ -476,14 +491,14 @@ _COUNT_KIND = {
     "household": "people", "grandchildren": "grandkid", "grandkids": "grandkid",
     "cat": "cat", "cats": "cat", "dog": "dog", "dogs": "dog", "car": "car", "cars": "car",
     "report": "report", "reports": "report", "pet": "pet", "pets": "pet",
-    "members": "people", "member": "people", "now": "people",  # "a four-piece now"
+    "member": "people", "now": "people",  # "a four-piece now"
 }  # fmt: skip
 
 # Cues that end what follows them ("left Shopify", "scrapped React", "bye comcast").
 _ENDING = regex.compile(
     r"\b(?:left|leaving\s+(?!for\b)|quit|quitting|dropped(?:\s+out\s+of)?|ditched|scrapped|"
     r"turned\s+down|accepted\s+an\s+offer\s+(?:on|for)|f[ae]ll(?:ing)?\s+out\s+with|"
-    r"gave\s+away|donated|rehomed|returned(?=\s+(?:the|my|our)\b)|recovered\s+from|got\s+over|"
+    r"changed\s+(?=(?:my|our)\s+(?!minds?\b))|gave\s+away|donated|rehomed|returned(?=\s+(?:the|my|our)\b)|recovered\s+from|got\s+over|"
     r"cancell?ed|called\s+off|sold|selling|traded\s+in|closed|shelved|gave\s+up(?:\s+on)?|"
     r"given\s+up(?:\s+on)?|stopped|moved\s+(?:off|out\s+of|away\s+from)|moving\s+off|"
     r"switched\s+(?:away\s+)?from|got\s+rid\s+of|stepped\s+down\s+(?:as|from)|"
@@ -538,7 +553,12 @@ _DONE_WORDS = frozenset(
 _STRONG_CHANGE = regex.compile(
     r"\b(?:change\s+of\s+plans?|scratch\s+that|after\s+all|flipped\s+it|changed\s+(?:\S+\s+){0,3}?"
     r"minds?|backed\s+out|instead|swapped|decided\s+against|on\s+second\s+thoughts?|"
-    r"reconsidered|rethought|not\s+going\s+ahead)\b",
+    r"reconsidered|rethought|not\s+going\s+ahead|in\s+the\s+end(?!\s+of))\b",
+    _I,
+)
+_CHOICE = regex.compile(
+    r"\b(?:(?:went|going|gone)\s+with|chose|picked|opted|decided|settled|turned\s+down|"
+    r"ended\s+up|bought|booked)\b",
     _I,
 )
 _CHANGE = regex.compile(
@@ -553,6 +573,12 @@ _LIKE = regex.compile(
     rf"(?:i{_APOS}m|i\s+am|[A-Z]\w+\s+is)\s+an?\s+(?P<lv>\w+)\s+(?:drinker|person|fan|lover|"
     rf"convert))\s+(?:the\s+)?(?P<v>[^,.;:!?()]{{1,40}}?)(?=\s*(?:$|[,.;:!?()]|\s(?:now|and|"
     rf"but|so|more|over|than|these)\b))",
+    _I,
+)
+# "Jazz has grown on me": liked now.
+_GROWN_ON = regex.compile(
+    r"(?P<v>[\p{L}\-]+(?:\s+[\p{L}\-]+)?)\s+(?:has|have|is|are|{_APOS}s)?\s*(?:really\s+|kind\s+of\s+)?"
+    r"(?:grown|growing|grew)\s+on\s+(?:me|us|him|her)\b".replace("{_APOS}", _APOS),
     _I,
 )
 _DISLIKE = regex.compile(
@@ -594,7 +620,7 @@ _SHIFT = regex.compile(
 # Said of the statement as a whole, these keep a change word from replacing anything: it adds
 # ("… too"), it confirms ("still …"), it is for a while ("on a work trip").
 _NOT_A_SHIFT = regex.compile(
-    r"\b(?:too|also|as\s+well|alongside|on\s+top\s+of|in\s+addition|still|remains?|"
+    rf"\b(?:{_TOO}|also|as\s+well|alongside|on\s+top\s+of|in\s+addition|still|remains?|"
     r"second|spare|extra|backup|personal|another|"
     r"as\s+usual|as\s+always|for\s+the\s+(?:week|weekend|day|night)|trip|visiting)\b",
     _I,
@@ -844,7 +870,8 @@ _CONTAINERS = frozenset(
 _JOBLESS = regex.compile(
     rf"\b(?:i{_APOS}m|i\s+am|i|we|(?-i:[A-Z])\w+\s+is|(?-i:[A-Z])\w+)\s+(?:\w+\s+)?(?:retired|"
     r"unemployed|jobless|between\s+jobs)\b(?!\s+(?:from|as)\b)|\b(?:got|was|been)\s+(?:laid\s+off|"
-    rf"fired|made\s+redundant)\b(?!\s+from)|\blost\s+(?:my|\w+{_APOS}s)\s+job\b",
+    rf"fired|made\s+redundant)\b(?!\s+from)|\blost\s+(?:my|\w+{_APOS}s)\s+job\b|"
+    r"\blet\s+(?:me|us|\w+)\s+go\b(?=\s*(?:$|[,.;!]|\s+(?:last|this|yesterday|today|on|in)\b))",
     _I,
 )
 # The end of studies: "I graduated", "defended my thesis".
@@ -898,10 +925,15 @@ def _change_claims(clause: str, who: str, holder: str, whole: str) -> Iterator[C
         # The done-word is not the work: "passed" does not tie "pass it on" to "passed a test".
         cue = salient(" ".join(w for m in done for w in m.group(0).split() if w in _DONE_WORDS))
         yield Claim(who, "done", salient(_VOCATIVE.sub("", sentence), ignore) - cue)
-    if _STRONG_CHANGE.search(clause):
+    strong = [m.group(0).casefold() for m in _STRONG_CHANGE.finditer(clause)]
+    if any(not w.startswith("in") for w in strong) or strong and _CHOICE.search(clause):
+        # "in the end" changes a decision said with a choice ("went with green in the end"),
+        # not "it's all worth it in the end"
         yield Claim(who, "changed", salient(whole, ignore))
     elif _CHANGE.search(clause) and not _STILL.search(clause):
         yield Claim(who, "change", salient(clause, ignore))
+    for m in _GROWN_ON.finditer(clause):
+        yield Claim(who, "like", salient(m.group("v"), ignore))
     for m in _LIKE.finditer(clause):
         value = salient(m.group("v") + " " + (m.group("lv") or ""), ignore)
         if value and not _ADDITIVE.search(clause):
