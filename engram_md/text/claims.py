@@ -184,6 +184,12 @@ _INTENT = regex.compile(
     r"fall|autumn|winter))\b",
     _I,
 )
+# The work a plan names: the verb after "need to", "gotta", "going to".
+_TODO = regex.compile(
+    rf"(?:\bto|\bgotta|\bgonna|\bmust|{_APOS}ll|\bwill)\s+(?:\p{{L}}+ly\s+)?(?!be\b|get\b)"
+    r"(?P<verb>\p{L}{3,})",
+    _I,
+)
 # "Had an interview yesterday": an intent word, told of as past; a story, not a plan.
 _PAST_TIME = regex.compile(
     r"\b(?:yesterday|last\s+(?:night|week|month|year|\p{L}+day)|\w+\s+ago|earlier\s+today)\b", _I
@@ -498,7 +504,7 @@ _COUNT_KIND = {
 _ENDING = regex.compile(
     r"\b(?:left|leaving\s+(?!for\b)|quit|quitting|dropped(?:\s+out\s+of)?|ditched|scrapped|"
     r"turned\s+down|accepted\s+an\s+offer\s+(?:on|for)|f[ae]ll(?:ing)?\s+out\s+with|"
-    r"changed\s+(?=(?:my|our)\s+(?!minds?\b))|gave\s+away|donated|rehomed|returned(?=\s+(?:the|my|our)\b)|recovered\s+from|got\s+over|"
+    r"changed(?=\s+(?:my|our)\s+(?!minds?\b))|gave\s+away|donated|rehomed|returned(?=\s+(?:the|my|our)\b)|recovered\s+from|got\s+over|"
     r"cancell?ed|called\s+off|sold|selling|traded\s+in|closed|shelved|gave\s+up(?:\s+on)?|"
     r"given\s+up(?:\s+on)?|stopped|moved\s+(?:off|out\s+of|away\s+from)|moving\s+off|"
     r"switched\s+(?:away\s+)?from|got\s+rid\s+of|stepped\s+down\s+(?:as|from)|"
@@ -541,6 +547,13 @@ _DONE = regex.compile(
     rf"(?:is|{_APOS}s|are|was|were)\s+(?:all\s+|finally\s+|now\s+)?(?:[a-z]+ed|done)(?=\W|$)"
     r"(?!\s+(?:for|to|until|till)\b)"  # "is booked for February" is still to come
     r"(?!\s+(?:me|us|him|her|them|you)\b))\b",
+    _I,
+)
+# A past verb of the holder's: first in its clause ("finally called the bank") or right after
+# them ("I called the bank") -- not "they helped me".
+_PAST_VERB = regex.compile(
+    rf"(?:^|\b(?:i|we|(?-i:[A-Z])\w+)\s+)(?:(?:finally|just|already|actually|also)\s+)?"
+    rf"(?P<verb>\p{{L}}{{3,}}ed|{'|'.join(_LEMMA)})\b(?!\s+(?:to|for|by)\b)",
     _I,
 )
 # Words that say only that something was done, whatever it was.
@@ -645,7 +658,7 @@ _NAME = regex.compile(r"(?<=\p{L}[,;:]?\s+)(?-i:\p{Lu}[\p{L}\p{N}'’\-]+)")
 _SENTENCE = regex.compile(rf"{_STOP.replace(';', '')}\s+")
 
 
-def _theirs(clause: str, holder: str) -> Iterator[Claim]:
+def _theirs(clause: str, holder: str, *, changed: bool = False) -> Iterator[Claim]:
     """What a clause says of someone close to the holder ("my daughter Zinnia is at
     Harbourside"): the holder's to change ("we moved Zinnia to Elmhurst"), if said of the
     same person -- ``core`` holds who they are (the kin words and names of the subject)."""
@@ -656,7 +669,23 @@ def _theirs(clause: str, holder: str) -> Iterator[Claim]:
         return
     who = {_stem(w) for w in regex.findall(rf"\b{_PEOPLE}\b", subject, flags=_I)}
     who.update(_stem(n) for n in _NAME.findall(subject) if n.casefold() != holder)
-    yield Claim(holder, "theirs", salient(clause, holder.split()), core=frozenset(who), said=clause)
+    value = salient(clause, holder.split())
+    yield Claim(holder, "theirs", value, core=frozenset(who), said=clause)
+    if changed and (_SHIFT.search(clause) or _THEIR_MOVE.search(clause)):
+        # "my son started at Hillcrest": what was said of him before is no longer so
+        yield Claim(holder, "their change", value, core=frozenset(who), said=clause)
+
+
+_THEIR_MOVE = regex.compile(
+    r"\b(?:start(?:ed|s)\s+(?:at|in)|mov(?:ed|es)\s+(?:to|into)|switched\s+to|transferred\s+to|"
+    r"changed\s+(?:schools?|jobs?|teams?))\b",
+    _I,
+)
+
+
+def _nouns(phrase: str) -> frozenset[str]:
+    """The stems of a short phrase's words, general ones included ("job")."""
+    return frozenset(_stem(w) for w in _WORD.findall(phrase) if w.casefold() not in STOP_WORDS)
 
 
 def _sentences_with(text: str, clause: str) -> list[str]:
@@ -677,13 +706,16 @@ def claims(text: str, holder: str = "") -> tuple[Claim, ...]:
             continue
         who = "other" if _is_other(clause, holder) else holder
         if who == "other" and holder and not _WONDER.search(clause):
-            out.extend(_theirs(clause, holder))
+            out.extend(_theirs(clause, holder, changed=not _NOT_A_SHIFT.search(text)))
         if who == holder and not _INTENT.search(clause) and not _PAST.search(clause):
             own.append(clause)
             shifted = shifted or _SHIFT.search(clause) is not None
         if _INTENT.search(clause) and not _DONE.search(clause) and not _TOLD(clause):
-            out.append(Claim(who, "plan", salient(clause, holder.split()), said=clause))
+            todo = frozenset(_stem(m.group("verb")) for m in _TODO.finditer(clause))
+            out.append(Claim(who, "plan", salient(clause, holder.split()), core=todo, said=clause))
             out.extend(_relationship(clause, who, holder))  # "my fiancé and I are planning…"
+            # a decision that turns another around: "we went with green in the end"
+            out.extend(c for c in _change_claims(clause, who, holder, text) if c.slot == "changed")
             continue
         if _PAST.search(clause):
             continue
@@ -866,6 +898,18 @@ _CONTAINERS = frozenset(
     for w in """program programme course class degree plan idea thing job role app application
     subscription membership account service project lessons training contract""".split()
 )
+# A search, and its end: "I'm job hunting" → "got the job!!"
+_SEEKING = regex.compile(
+    r"\b(?:looking|searching|hunting|shopping)\s+(?:around\s+)?for\s+(?:a|an|the|my|our|some)?\s*"
+    r"(?:new\s+)?(?P<v>[\p{L}\-]+(?:\s+[\p{L}\-]+)?)|\b(?P<v>job|house|flat|apartment|home)"
+    r"[\s\-]+hunting\b",
+    _I,
+)
+_FOUND = regex.compile(
+    r"\b(?:found|got|landed|bought|secured|signed\s+for)\s+(?:a|an|the|my|our)?\s*(?:new\s+)?"
+    r"(?:[\p{L}\-]+\s+)?(?P<v>[\p{L}\-]+)",
+    _I,
+)
 # Out of work: every job and employer said before ends.
 _JOBLESS = regex.compile(
     rf"\b(?:i{_APOS}m|i\s+am|i|we|(?-i:[A-Z])\w+\s+is|(?-i:[A-Z])\w+)\s+(?:\w+\s+)?(?:retired|"
@@ -907,6 +951,11 @@ def _change_claims(clause: str, who: str, holder: str, whole: str) -> Iterator[C
             yield from _ended(who, ended, ignore)
     for m in _TORN_OUT.finditer(clause):
         yield from _ended(who, m.group("v"), ignore)
+    for m in _SEEKING.finditer(clause):
+        yield Claim(who, "seeking", _nouns(m.group("v")), said=m.group("v"))
+    for m in _FOUND.finditer(clause):
+        if not _negated(clause, m.start()):
+            yield Claim(who, "found", _nouns(m.group("v")))
     if _JOBLESS.search(clause):
         yield Claim(who, "jobless", frozenset({"job"}))
     if _GRADUATED.search(clause):
@@ -919,6 +968,14 @@ def _change_claims(clause: str, who: str, holder: str, whole: str) -> Iterator[C
         yield Claim(who, "ended", leave, ended=True, core=leave)
     for m in _ENDED_SUBJECT.finditer(clause):
         yield from _ended(who, m.group("v"), ignore)
+    did = {
+        _stem(m.group("verb"))
+        for m in _PAST_VERB.finditer(clause)
+        if not _negated(clause, m.start()) and not _ADDS_TO.search(clause)
+    }
+    if did:  # "finally called the bank" did what "I have to call the bank" planned
+        sentence = " ".join(_sentences_with(whole, clause))
+        yield Claim(who, "did", salient(_VOCATIVE.sub("", sentence), ignore), core=frozenset(did))
     done = [m for m in _DONE.finditer(clause) if not _negated(clause, m.start())]
     if done:  # "I haven't done pottery yet" is not done
         sentence = " ".join(_sentences_with(whole, clause))
@@ -1062,6 +1119,14 @@ def _replaces(o: Claim, n: Claim) -> str | None:
         return f"now dislikes {_show(n)}"
     if o.slot == "dislike" and n.slot == "like" and o.value & n.value:
         return f"now likes {_show(n)}"
+    if o.slot == "seeking" and n.slot == "found" and o.value & n.value:
+        return f"found: {_show(o)}"
+    if o.slot == "plan" and n.slot == "did" and o.core & n.core:
+        things = salient(_DOING.sub("", o.said)) - o.core if o.said else o.value - o.core
+        if things & n.value:  # the work's own verb, done to the same thing
+            return f"{_DONE_PREFIX}{_show(o)}"
+    if o.slot == "theirs" and n.slot == "their change" and o.core & n.core and n.value - o.value:
+        return f"changed: {_show(o)}"
     if n.slot == "jobless" and o.slot in ("employer", "role"):
         return f"no longer works: {_show(o)}"
     if n.slot == "graduated" and o.slot == "role" and o.value & _STUDENT:
