@@ -455,6 +455,12 @@ _COUNT_RULES = (
     ),
 )
 SOME = -1  # "we bought a car": at least one, after none
+FEWER = -2  # "we lost our old dog": one fewer than before
+_LOST_ONE = regex.compile(
+    r"\b(?:lost|put\s+down|buried|rehomed|gave\s+away|sold)\s+(?:one\s+of\s+)?(?:our|my|the)\s+"
+    r"(?:old\s+|oldest\s+|youngest\s+)?(?P<noun>cat|dog|pet|car|bike|chicken|hen|horse)s?\b",
+    _I,
+)
 _NONE_OF = regex.compile(
     rf"\b(?:do(?:n{_APOS}t|\s+not)|does(?:n{_APOS}t|\s+not))\s+(?:have|own)\s+(?:a|an|any)\s+"
     r"(?P<noun>[\p{L}]+)",
@@ -504,7 +510,7 @@ _COUNT_KIND = {
 _ENDING = regex.compile(
     r"\b(?:left|leaving\s+(?!for\b)|quit|quitting|dropped(?:\s+out\s+of)?|ditched|scrapped|"
     r"turned\s+down|accepted\s+an\s+offer\s+(?:on|for)|f[ae]ll(?:ing)?\s+out\s+with|"
-    r"changed(?=\s+(?:my|our)\s+(?!minds?\b))|gave\s+away|donated|rehomed|returned(?=\s+(?:the|my|our)\b)|recovered\s+from|got\s+over|"
+    r"changed(?=\s+(?:my|our)\s+(?!minds?\b))|cut\s+out|gave\s+away|donated|rehomed|returned(?=\s+(?:the|my|our)\b)|recovered\s+from|got\s+over|"
     r"cancell?ed|called\s+off|sold|selling|traded\s+in|closed|shelved|gave\s+up(?:\s+on)?|"
     r"given\s+up(?:\s+on)?|stopped|moved\s+(?:off|out\s+of|away\s+from)|moving\s+off|"
     r"switched\s+(?:away\s+)?from|got\s+rid\s+of|stepped\s+down\s+(?:as|from)|"
@@ -525,13 +531,14 @@ _ENDING = regex.compile(
 _ENDED_SUBJECT = regex.compile(
     r"(?:^|[,.;:!?]\s*|\b(?:the|my|our)\s+)(?P<v>[\p{L}\p{N}][\p{L}\p{N}'’\-]*"
     r"(?:\s+[\p{L}\p{N}][\p{L}\p{N}'’\-]*){0,2})\s+"
-    r"(?:(?:is|are|was|were|has\s+been|got)\s+(?:finally\s+|officially\s+|now\s+)?(?:out|gone|"
-    r"over|dead|history|cancell?ed|off\s+the\s+table|for\s+sale|no\s+more|closed|retired|"
-    r"healed|approved|granted|fixed|sorted|resolved|switched\s+off|shut\s+down|off)|"
+    r"(?:(?:is|are|was|were|has\s+been|got)\s+(?:finally\s+|officially\s+|now\s+|\p{L}+ly\s+)?"
+    r"(?:out|gone|over|dead|history|cancell?ed|off\s+the\s+table|for\s+sale|no\s+more|closed|"
+    r"retired|healed|approved|granted|fixed|sorted|resolved|switched\s+off|shut\s+down|off|"
+    r"written\s+off|totall?ed|wrecked|stolen|scrapped)|"
     r"(?:has\s+|have\s+)?(?:finally\s+)?(?:died|got\s+stolen|was\s+stolen|broke\s+down|healed|"
     r"ended|expired|fell\s+through))"
     r"(?=\s*(?:$|[,.;:!?(]|\s(?:and|but|so|because|now|today|yesterday|finally|at\s+last|"
-    r"this\s+\w+|last\s+\w+)\b|\s*[^\p{L}\p{N}\s]))",
+    r"this\s+\w+|last\s+\w+|in|at|on|after|during|with)\b|\s*[^\p{L}\p{N}\s]))",
     _I,
 )
 # Cues that the work of a plan was done or called off, wherever they stand in the clause.
@@ -544,7 +551,7 @@ _DONE = regex.compile(
     r"sorted|fixed|postponed\s+indefinitely|went\s+out|went\s+(?:really\s+)?well|"
     r"cancel|had\s+(?:his|her|their)|"
     # "kitchen's painted", "the tap is fixed": done, said of the work itself
-    rf"(?:is|{_APOS}s|are|was|were)\s+(?:all\s+|finally\s+|now\s+)?(?:[a-z]+ed|done)(?=\W|$)"
+    rf"(?:is|{_APOS}s|are|was|were)\s+(?:been\s+)?(?:all\s+|finally\s+|now\s+)?(?:[a-z]+ed|done)(?=\W|$)"
     r"(?!\s+(?:for|to|until|till)\b)"  # "is booked for February" is still to come
     r"(?!\s+(?:me|us|him|her|them|you)\b))\b",
     _I,
@@ -588,10 +595,12 @@ _LIKE = regex.compile(
     rf"but|so|more|over|than|these)\b))",
     _I,
 )
-# "Jazz has grown on me": liked now.
+# "Jazz has grown on me", "running has clicked for me", "hooked on padel": liked now.
 _GROWN_ON = regex.compile(
     r"(?P<v>[\p{L}\-]+(?:\s+[\p{L}\-]+)?)\s+(?:has|have|is|are|{_APOS}s)?\s*(?:really\s+|kind\s+of\s+)?"
-    r"(?:grown|growing|grew)\s+on\s+(?:me|us|him|her)\b".replace("{_APOS}", _APOS),
+    r"(?:(?:grown|growing|grew)\s+on|clicked\s+(?:for|with)|won)\s+(?:me|us|him|her)\b|"
+    r"\b(?:hooked\s+on|obsessed\s+with|addicted\s+to)\s+(?:the\s+)?(?P<v>[\p{L}\-]+(?:\s+[\p{L}\-]+)?)"
+    .replace("{_APOS}", _APOS),
     _I,
 )
 _DISLIKE = regex.compile(
@@ -765,7 +774,11 @@ def _without_speaker_label(text: str) -> str:
     return _ASIDE.sub("", _LABEL.sub("", text, count=1))
 
 
-_LABEL = regex.compile(r"^[\p{L}][\p{L} .'\-]{0,40}:\s+")
+_LABEL = regex.compile(
+    r"^(?!(?:todo|to-do|note|notes|update|reminder|fyi|ps|btw|edit|heads\s+up|list|goal|plan)\s*:)"
+    r"[\p{L}][\p{L} .'\-]{0,40}:\s+",
+    _I,
+)
 _ASIDE = regex.compile(r"\s*\[[^\]]*\]")
 # "Dana: … Lee: …": an exchange between people, whose claims belong to more than one.
 _SECOND_LABEL = regex.compile(r"(?:^|[.!?]\s+)[\p{Lu}][\p{L}\-]{1,30}:\s")
@@ -845,6 +858,8 @@ def _counts(clause: str, who: str) -> Iterator[Claim]:
                 found.setdefault(_count_kind(noun), n)
     for m in _ACQUIRED.finditer(clause):
         found.setdefault(_count_kind(m.group("noun")), SOME)
+    for m in _LOST_ONE.finditer(clause):
+        found.setdefault(_count_kind(m.group("noun")), FEWER)
     for kind, n in found.items():
         yield Claim(who, f"count:{kind}", frozenset({kind}), number=n)
 
@@ -873,6 +888,8 @@ def _count_kind(noun: str) -> str:
 
 
 def _ended(who: str, phrase: str, ignore: list[str]) -> Iterator[Claim]:
+    # "knee is fully (healed)": the knee, not how it healed
+    phrase = _ADVERB.sub("", regex.sub(r"\s+(?:is|are|was|were|has|have|got)\b.*$", "", phrase))
     value = salient(phrase, ignore)
     if not value:
         return
@@ -888,7 +905,8 @@ def _ended(who: str, phrase: str, ignore: list[str]) -> Iterator[Claim]:
 _PRONOUN = regex.compile(r"it|that|this|them|those|these", _I)
 # "Ripping Firebase out of the project": what is torn out ends.
 _TORN_OUT = regex.compile(
-    r"\b(?:rip|rips|ripp(?:ed|ing)|yank(?:s|ed|ing)?|tore|tear(?:s|ing)?)\s+(?:the\s+|my\s+|our\s+)?"
+    r"\b(?:rip|rips|ripp(?:ed|ing)|yank(?:s|ed|ing)?|tore|tear(?:s|ing)?|cut|cutting)\s+"
+    r"(?:the\s+|my\s+|our\s+)?"
     r"(?P<v>[^,.;:!?()]{1,40}?)\s+out\b",
     _I,
 )
@@ -906,7 +924,8 @@ _SEEKING = regex.compile(
     _I,
 )
 _FOUND = regex.compile(
-    r"\b(?:found|got|landed|bought|secured|signed\s+for)\s+(?:a|an|the|my|our)?\s*(?:new\s+)?"
+    r"\b(?:found|got(?!\s+(?:\w+ed|\w+en|rid|back|over|off|out|up|into|to)\b)|landed|bought|"
+    r"secured|signed\s+for)\s+(?:a|an|the|my|our)?\s*(?:new\s+)?"
     r"(?:[\p{L}\-]+\s+)?(?P<v>[\p{L}\-]+)",
     _I,
 )
@@ -916,6 +935,12 @@ _JOBLESS = regex.compile(
     r"unemployed|jobless|between\s+jobs)\b(?!\s+(?:from|as)\b)|\b(?:got|was|been)\s+(?:laid\s+off|"
     rf"fired|made\s+redundant)\b(?!\s+from)|\blost\s+(?:my|\w+{_APOS}s)\s+job\b|"
     r"\blet\s+(?:me|us|\w+)\s+go\b(?=\s*(?:$|[,.;!]|\s+(?:last|this|yesterday|today|on|in)\b))",
+    _I,
+)
+_EMPLOYED = regex.compile(
+    r"\b(?:start(?:s|ed|ing)?|begin(?:s|ning)?|began)\s+(?:my\s+|a\s+|the\s+)?(?:new\s+)?"
+    r"(?:job|role|position)\b|\bgot\s+(?:a|the)\s+job\b|\b(?:got|was|been)\s+hired\b|"
+    r"\blanded\s+a\s+job\b|\bback\s+in\s+work\b",
     _I,
 )
 # The end of studies: "I graduated", "defended my thesis".
@@ -958,6 +983,8 @@ def _change_claims(clause: str, who: str, holder: str, whole: str) -> Iterator[C
             yield Claim(who, "found", _nouns(m.group("v")))
     if _JOBLESS.search(clause):
         yield Claim(who, "jobless", frozenset({"job"}))
+    if _EMPLOYED.search(clause) and not _negated(clause, _EMPLOYED.search(clause).start()):
+        yield Claim(who, "employed", frozenset({"job"}))
     if _GRADUATED.search(clause):
         yield Claim(who, "graduated", frozenset({"study"}))
     if _BORN.search(clause):  # a birth ends a pregnancy
@@ -1108,9 +1135,12 @@ def _replaces(o: Claim, n: Claim) -> str | None:
             changed = bool(ov and nv) and not (ov & nv)
         return f"{o.slot}: {_show(o)} → {_show(n)}" if changed else None
     if o.slot.startswith("count:") and n.slot == o.slot and o.number != n.number:
-        if n.number == SOME and o.number != 0 or o.number == SOME:
+        if n.number == SOME and o.number != 0 or o.number in (SOME, FEWER):
             return None
-        return f"{o.slot[6:]} count: {o.number} → {n.number if n.number != SOME else 'some'}"
+        if n.number == FEWER and not (o.number and o.number > 0):
+            return None
+        shown = {SOME: "some", FEWER: "fewer"}.get(n.number or 0, n.number)
+        return f"{o.slot[6:]} count: {o.number} → {shown}"
     if n.slot == "ended" and o.slot in (*_STATES, "plan", "like", "has") and n.core & o.value:
         return f"no longer {_show(n)}"
     if o.slot == "plan" and n.slot == "done" and _shares_work(o, n.value):
@@ -1127,6 +1157,8 @@ def _replaces(o: Claim, n: Claim) -> str | None:
             return f"{_DONE_PREFIX}{_show(o)}"
     if o.slot == "theirs" and n.slot == "their change" and o.core & n.core and n.value - o.value:
         return f"changed: {_show(o)}"
+    if o.slot == "jobless" and n.slot in ("employed", "employer"):
+        return "back in work"
     if n.slot == "jobless" and o.slot in ("employer", "role"):
         return f"no longer works: {_show(o)}"
     if n.slot == "graduated" and o.slot == "role" and o.value & _STUDENT:
