@@ -1165,10 +1165,14 @@ def _replaces(o: Claim, n: Claim) -> str | None:
         return f"no longer a student: {_show(o)}"
     if n.slot == "shift" and o.slot in _SHIFTABLE:
         # What the earlier statement is about, not what it was doing ("keep dreaming").
-        things = salient(_DOING.sub("", o.said)) if o.slot == "has" and o.said else o.value
+        things = (
+            salient(_DOING.sub("", o.said), o.holder.split())
+            if o.slot == "has" and o.said
+            else o.value
+        )
         if o.slot == "theirs":
             things = o.core  # said of the same person
-        if things & n.value:
+        if things & n.value and not _of_the_thing(n.said, things, n.holder):
             return f"changed: {' '.join(sorted(things & n.value))}"
         if o.slot == "has" and o.said and n.said:
             same = _frames(o.said, o.holder) & _frames(n.said, n.holder)
@@ -1189,6 +1193,29 @@ def _replaces(o: Claim, n: Claim) -> str | None:
 
 
 _DOING = regex.compile(r"\b\p{L}+ing\b", _I)
+
+
+def _of_the_thing(said: str, shared: frozenset[str], holder: str) -> bool:
+    """Whether a change is said of a part or a property of the shared thing, not of the
+    holder: "my Pixel's battery is dying now", "Oakfield has a new head teacher now"."""
+    for m in _PART_OF.finditer(said):
+        part = (m.group("part") or "").casefold()
+        if part in STOP_WORDS or part in _GENERIC:
+            continue  # "not at St Columba's anymore"
+        it = m.group("it").casefold()
+        if m.group("part") is not None and _stem(it) in shared:
+            return True
+        if m.group("part") is None and it not in ("i", "we", "they", *holder.split()):
+            return True  # "Oakfield has a new head", not "we have a new car"
+    return False
+
+
+_PART_OF = regex.compile(
+    rf"(?P<it>[\p{{L}}\p{{N}}\-]+){_APOS}s\s+(?P<part>\p{{L}}+)|"
+    r"(?:^|[,.;:!?]\s*)(?:the\s+|my\s+|our\s+)?(?P<it>[\p{L}\p{N}\-]+)\s+(?:has|have)\s+"
+    r"(?:a|an|some|new)\b",
+    _I,
+)
 
 
 def _shares_work(plan: Claim, done: frozenset[str]) -> bool:
