@@ -21,6 +21,7 @@ from typing import Any
 
 from .consolidate.judge import LLMJudge
 from .consolidate.schedule import DaemonConsolidation
+from .core.allocator import PeriodicRelease
 from .core.atomic import sweep_temp_files
 from .core.config import Config
 from .core.errors import IndexError_, LockError, RecallServerError
@@ -67,6 +68,9 @@ log = logging.getLogger(__name__)
 # daemon) see writes at once. On the soak's input 5 s let the daemon's size creep less than
 # 1 s did; docs/RELIABILITY.md has what it still does.
 HELD_INDEX_WRITE_SECONDS = 5.0
+# A writer hands its free native memory back at most this often, between batches: a few
+# milliseconds each time (core/allocator.py).
+RELEASE_MEMORY_SECONDS = 2.0
 
 
 def open_embedder(cfg: Config, layout: MemoryLayout, *, cache: bool = True) -> Embedder:
@@ -407,6 +411,7 @@ def open_engine(
             updates=_update_tracker(store, actions, indexer),
             pages=EntityPages(layout, fsync=store.fsync),
             sleep=time.sleep,
+            release_memory=PeriodicRelease(RELEASE_MEMORY_SECONDS),
         )
         if cfg.consolidate.every_extractions > 0:
             graph = structure.graph if structure is not None else None

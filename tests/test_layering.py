@@ -35,7 +35,7 @@ LAYERS = (
 # The only modules that import these libraries: each sits behind one seam.
 LIBRARY_OWNERS = {
     "lancedb": {"index/lance.py"},
-    "onnxruntime": {"text/embeddings.py"},
+    "onnxruntime": {"text/embeddings.py", "text/prepared_model.py"},
     "openai": {"extract/llm_client.py", "text/embeddings.py"},
     "watchdog": {"ingest/daemon.py", "index/memwatch.py"},
     "mcp": {"integrations/mcp_server.py"},

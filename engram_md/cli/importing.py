@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
+from ..core.allocator import set_up_long_work
 from ..core.config import Config, load_config
 from ..core.errors import EngramError
 from .base import State, app, config, err, fail, out, refused_unless_alone
@@ -96,6 +97,7 @@ def _import(kind: str, path: Path, *, dry_run: bool) -> None:
                 report = feed(read_export(ExportKind(kind), source), None, on_item=show)
             _summary(report, None, dry_run=True)
             return
+        set_up_long_work()  # before the native thread pools start (see allocator.py)
         from ..app import open_engine  # start-up cost: see the top of this module
 
         with refused_unless_alone("an import writes to the memory folder"):

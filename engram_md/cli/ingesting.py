@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..core.allocator import limit_arenas, route_arrow_to_malloc
+from ..core.allocator import set_up_long_work
 from ..core.errors import EngramError
 from ..ingest.sources import stdin_binary
 from .base import app, config, err, fail
@@ -36,8 +36,7 @@ def run(
     ] = None,
 ) -> None:
     """The daemon: read turns from stdin and/or watched transcripts, remember what matters."""
-    limit_arenas()  # before the native thread pools start (see allocator.py)
-    route_arrow_to_malloc()
+    set_up_long_work()  # before the native thread pools start (see allocator.py)
     from ..app import open_engine, serving  # start-up cost: see the top of this module
 
     watch = watch or []
@@ -61,6 +60,7 @@ def ingest(
     files: Annotated[list[Path], typer.Argument(help="Transcript files to read once.")],
 ) -> None:
     """Run the pipeline once over transcript files, flushing at the end."""
+    set_up_long_work()  # before the native thread pools start (see allocator.py)
     from ..app import open_engine  # start-up cost: see the top of this module
 
     try:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ..core.allocator import limit_arenas, route_arrow_to_malloc
+from ..core.allocator import set_up_long_work
 from ..core.errors import ConfigError, EngramError
 from .base import app, config, err, fail
 
@@ -38,8 +38,7 @@ def serve(
         raise fail(
             ConfigError("`serve` only runs --read-only; the daemon that writes is `engram-md run`")
         )
-    limit_arenas()  # before the native thread pools start (see allocator.py)
-    route_arrow_to_malloc()
+    set_up_long_work()  # before the native thread pools start (see allocator.py)
     from ..app import serving_read_only  # start-up cost: see the top of this module
 
     stop = threading.Event()

@@ -113,6 +113,7 @@ class Pipeline:
         pages: EntityPages | None = None,
         on_extraction: Callable[[], None] | None = None,
         sleep: Callable[[float], None] | None = None,
+        release_memory: Callable[[], None] | None = None,
     ) -> None:
         self.cfg = cfg
         self.extractor = extractor
@@ -130,6 +131,9 @@ class Pipeline:
         self.buffer = SmartBuffer(cfg.buffer)
         self.stats = Stats()
         self._sleep = sleep
+        # Called after each batch: hands the native heaps' free pages back now and then
+        # (core/allocator.py), so a long ingest or import does not creep up in size.
+        self._release_memory = release_memory
         layout = store.layout
         self._run_state_path = layout.run_state_path
         self._speakers_path = layout.speakers_path
@@ -295,6 +299,8 @@ class Pipeline:
         self.buffer.drop(batch)
         if self.indexer is not None:
             self.indexer.batch_done()
+        if self._release_memory is not None:
+            self._release_memory()
 
     def _note_extraction(self, batch: Batch, count: int) -> None:
         state = self._run_state
