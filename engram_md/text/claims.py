@@ -387,7 +387,7 @@ _ROLE_RULES = (
         rf"made(?:\s+(?:me|him|her|[A-Z]\w+))?|became|role\s+is|title\s+is|(?:new\s+)?(?:role|"
         rf"job|position)\s+as|back\s+to\s+being|now|currently|as|into|(?:title|role|position)\s+"
         rf"(?:changed\s+to|is\s+now)))\s+(?:now\s+)?(?:(?:a|an|the)\s+)?"
-        rf"(?P<v>(?:[\p{{L}}\-]+\s+){{0,3}}?{_ROLE_WORDS}s?)\b",
+        rf"(?P<v>(?:[\p{{L}}\-'’]+\s+){{0,3}}?{_ROLE_WORDS}s?)\b",
         _I,
     ),
 )
@@ -510,7 +510,7 @@ _COUNT_KIND = {
 _ENDING = regex.compile(
     r"\b(?:left|leaving\s+(?!for\b)|quit|quitting|dropped(?:\s+out\s+of)?|ditched|scrapped|"
     r"turned\s+down|accepted\s+an\s+offer\s+(?:on|for)|f[ae]ll(?:ing)?\s+out\s+with|"
-    r"changed(?=\s+(?:my|our)\s+(?!minds?\b))|cut\s+out|gave\s+away|donated|rehomed|returned(?=\s+(?:the|my|our)\b)|recovered\s+from|got\s+over|"
+    r"changed(?=\s+(?:my|our)\s+(?!minds?\b))|cut\s+out|gave\s+away|donated|rehomed|recovered\s+from|got\s+over|"
     r"cancell?ed|called\s+off|sold|selling|traded\s+in|closed|shelved|gave\s+up(?:\s+on)?|"
     r"given\s+up(?:\s+on)?|stopped|moved\s+(?:off|out\s+of|away\s+from)|moving\s+off|"
     r"switched\s+(?:away\s+)?from|got\s+rid\s+of|stepped\s+down\s+(?:as|from)|"
@@ -599,8 +599,9 @@ _LIKE = regex.compile(
 _GROWN_ON = regex.compile(
     r"(?P<v>[\p{L}\-]+(?:\s+[\p{L}\-]+)?)\s+(?:has|have|is|are|{_APOS}s)?\s*(?:really\s+|kind\s+of\s+)?"
     r"(?:(?:grown|growing|grew)\s+on|clicked\s+(?:for|with)|won)\s+(?:me|us|him|her)\b|"
-    r"\b(?:hooked\s+on|obsessed\s+with|addicted\s+to)\s+(?:the\s+)?(?P<v>[\p{L}\-]+(?:\s+[\p{L}\-]+)?)"
-    .replace("{_APOS}", _APOS),
+    r"\b(?:hooked\s+on|obsessed\s+with|addicted\s+to)\s+(?:the\s+)?(?P<v>[\p{L}\-]+(?:\s+[\p{L}\-]+)?)".replace(
+        "{_APOS}", _APOS
+    ),
     _I,
 )
 _DISLIKE = regex.compile(
@@ -887,7 +888,9 @@ def _count_kind(noun: str) -> str:
     return _COUNT_KIND.get(noun) or _stem(noun)
 
 
-def _ended(who: str, phrase: str, ignore: list[str]) -> Iterator[Claim]:
+def _ended(who: str, phrase: str, ignore: list[str], *, whole: bool = False) -> Iterator[Claim]:
+    """An ending of ``phrase``; ``whole`` when the phrase is a clause an "it" stood for, whose
+    every word may name what ended."""
     # "knee is fully (healed)": the knee, not how it healed
     phrase = _ADVERB.sub("", regex.sub(r"\s+(?:is|are|was|were|has|have|got)\b.*$", "", phrase))
     value = salient(phrase, ignore)
@@ -899,6 +902,8 @@ def _ended(who: str, phrase: str, ignore: list[str]) -> Iterator[Claim]:
         core.add(_stem(words[-1]))
         if len(words) > 1 and _stem(words[-1]) in _CONTAINERS:  # "the master's program"
             core.add(_stem(words[-2]))
+    if whole:
+        core.update(value)
     yield Claim(who, "ended", value, ended=True, core=frozenset(core), said=phrase.strip())
 
 
@@ -968,12 +973,12 @@ def _change_claims(clause: str, who: str, holder: str, whole: str) -> Iterator[C
     for m in _ENDING.finditer(clause):
         if _negated(clause, m.start()):
             continue  # "won't quit", "never left"
-        ended = m.group("v")
+        ended, told = m.group("v"), False
         if _PRONOUN.fullmatch(ended.strip()):  # "true crime makes me anxious, I'm done with it"
             before = [c for c in _clauses(whole[: whole.find(clause)]) if not _WONDER.search(c)]
-            ended = before[-1] if before else ""
+            ended, told = (before[-1] if before else ""), True
         if ended and not regex.search(r"\b(?:you|your)\b", ended, flags=_I):
-            yield from _ended(who, ended, ignore)
+            yield from _ended(who, ended, ignore, whole=told)
     for m in _TORN_OUT.finditer(clause):
         yield from _ended(who, m.group("v"), ignore)
     for m in _SEEKING.finditer(clause):
@@ -1236,6 +1241,10 @@ def _show(claim: Claim) -> str:
 # ---------------------------------------------------------------- finding earlier statements
 
 
+_LOOSE = "changed: "  # the reason of a change said in general words (a "shift")
+MAX_LOOSE = 2
+
+
 class ClaimBook:
     """Active statements by holder, so a new statement finds the ones it may update in a
     dictionary lookup instead of a search over the folder. Each is kept with when it was
@@ -1288,6 +1297,12 @@ class ClaimBook:
             reason = update_between(other, stated)
             if reason is not None:
                 found.append((other_id, reason))
+        # A change said in general words replaces one earlier statement, or two; one that
+        # would replace many is about a whole topic of the holder's ("now my dance studio …"),
+        # not an update of any of them.
+        loose = [item for item in found if item[1].startswith(_LOOSE)]
+        if len(loose) > MAX_LOOSE:
+            found = [item for item in found if not item[1].startswith(_LOOSE)]
         return found
 
 

@@ -1,0 +1,164 @@
+"""The update rules in general words (engram_md/text/claims.py): a change said with "now",
+"anymore", "switched" beside a word of the earlier statement, kinds of value, people close to
+the holder, life events, plans carried out -- and the look-alikes each of them must leave
+alone. Every sentence here was written for this test, none taken from a bench pair set."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from engram_md.text.claims import ClaimBook, carried_out, claims, salient, update_reason
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "why"),
+    [
+        # a change in general words, tied by a word of the earlier statement
+        ("I write all my notes in Notion.", "ditched Notion, Obsidian is my notes app now", ""),
+        ("I'm a big fan of horror films", "can't watch horror anymore, too stressful", "horro"),
+        ("I use Notion for everything", "switched to Obsidian, Notion got too slow", "notio"),
+        ("I drive a Saab", "the Saab died, a Kona is our car now 💀", "saab"),
+        ("I commute by bike", "I don't commute by bike anymore, the bus is easier", "bik"),
+        # the same verb said of the holder ties them too
+        ("I read everything on a Kindle", "I read on a Kobo now", "read"),
+        # kinds of value need no shared word
+        ("I prefer morning workouts", "turns out I'm an evening person now", "time of day"),
+        ("I'm on Android", "I'm on iPhone now, the camera won me over", ""),
+        ("I prefer the window seat", "aisle seat all the way now", "seat"),
+        # someone close to the holder
+        ("my daughter Mia is at Elm Primary", "we moved Mia to Oak Academy this term", "mia"),
+        ("my son is at Oakwood primary", "my son started at Hillcrest secondary", "changed"),
+        # life events
+        ("I'm pregnant with our first", "she was born on Tuesday, 3.2kg of perfect", "pregn"),
+        ("I'm a nurse at St Anne's", "I retired last month, no more night shifts", "works"),
+        ("I work at Boots", "got laid off last week", "no longer works"),
+        ("I'm unemployed at the moment", "I start my new job on Monday", "back in work"),
+        ("I'm a master's student", "I graduated!! no more exams", "student"),
+        ("I'm job hunting", "got the job!! start in two weeks", "found"),
+        # counts
+        ("I have 2 cats", "we adopted a third cat last week", "3"),
+        ("we've got two dogs", "we lost our old dog last week, it's just Bella now", "fewer"),
+        ("Our band has five members", "the drummer quit so we're a four-piece now", "4"),
+        # endings said after the thing
+        ("my email is sam@old.com", "the old email account is closed", "email"),
+        ("I'm recovering from knee surgery", "knee is fully healed, back to football", "knee"),
+        ("I drive a Ford Focus", "my Focus got written off in a crash", "Focus"),
+        ("my GP is Dr. Rao at the Mill Lane clinic", "I switched GPs last month", "gp"),
+        ("my number is 555-1234", "changed my number, it's 555-9876 now", "number"),
+        ("I take my coffee with sugar", "cut sugar out of my coffee completely", "sugar"),
+        ("I'm really into crime podcasts", "crime pods scare me, I'm done with them", "crim"),
+        ("we're going with Heroku for the app", "ripping Heroku out of the app", "Heroku"),
+        # likes said after the thing
+        ("I can't stand jazz", "jazz has really grown on me lately", "likes"),
+        ("I'm not a fan of running", "running has clicked for me, four times a week", "likes"),
+        # moves
+        ("I live in Oslo.", "We've been in Bergen since March, loving it", "Bergen"),
+        ("we live just outside Ghent", "packed up and moved to Antwerp last month", "Antwerp"),
+        # decisions
+        (
+            "we're going with the blue paint",
+            "we went with green in the end, blue looked cold",
+            "plan",
+        ),
+    ],
+)
+def test_a_change_in_general_words_is_an_update(old: str, new: str, why: str) -> None:
+    reason = update_reason(old, new, "Kai", "Kai")
+    assert reason is not None
+    assert why.casefold() in reason.casefold()
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I need to call the bank about the charge", "finally called the bank, charge reversed"),
+        ("todo: get the car serviced", "car's been serviced, needed new brake pads"),
+        ("I need to book flights for the wedding", "flights for the wedding are booked!"),
+        ("I have to return the library books", "returned the library books, no fine"),
+    ],
+)
+def test_a_plan_done_is_carried_out(old: str, new: str) -> None:
+    reason = update_reason(old, new, "Kai", "Kai")
+    assert reason is not None and carried_out(reason)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # the thing again, not a change of it
+        ("I live in Leeds", "Leeds was buzzing last night, the match was mad"),
+        ("I work at Google", "I've been at Google for 5 years now"),
+        ("I'm vegan", "been vegan five years now"),
+        ("I drive a Corolla", "the Corolla needs new tyres"),
+        ("my phone is a Pixel 6", "my Pixel's battery is dying fast now"),
+        ("I'm a teacher at Oakfield", "Oakfield has a new head teacher now"),
+        ("I run 3 times a week", "I run 3 times a week still, even in winter"),
+        # adds, wonders, tells of the past, plans, other people
+        ("I like tea", "I like coffee now too"),
+        ("I use VS Code", "I now also use Vim for quick edits"),
+        ("I use VS Code", "my colleague switched to Zed"),
+        ("I live in Leeds", "we're thinking of moving to York at some point"),
+        ("I live in Leeds", "would moving to York be a good idea?"),
+        ("I live in Leeds", "I'm in York for a conference this week"),
+        ("I surf every morning", "in another life I'd give up surfing and golf instead"),
+        ("I have two cats", "my neighbour has three cats now"),
+        ("I'm a smoker", "had a cigarette after dinner"),
+        ("we have 2 kids", "how do people with three kids even cope??"),
+        ("I'm married to Ana", "Ana's sister just got divorced"),
+        # the doing shared, not the work
+        ("I have to finish painting the fence", "finished painting my miniatures"),
+        ("I need to finish the report", "started the report today, slow going"),
+        ("I need to call my mum", "my mum called me this morning"),
+        # one word in common, not the same thing
+        ("I'm job hunting", "got a new dog, he's adorable"),
+        ("I play guitar", "I play guitar and now piano too"),
+        ("I'm at Deloitte", "Deloitte sent me to a client in Leeds this week"),
+    ],
+)
+def test_a_look_alike_in_general_words_is_not_an_update(old: str, new: str) -> None:
+    assert update_reason(old, new, "Kai", "Kai") is None
+
+
+def test_too_that_says_how_much_does_not_add() -> None:
+    # "too slow" does not make "switched to Obsidian" an addition; "too" at the end does
+    assert update_reason("I use Notion", "switched to Obsidian, Notion got too slow", "k", "k")
+    assert update_reason("I use Notion", "switched my notes to Obsidian too", "k", "k") is None
+
+
+def test_whom_a_message_is_said_to_ties_nothing() -> None:
+    # "Thanks, Mel!" names the listener, not what the statement is about
+    old = "Caroline: Thanks, Mel! Painting is my favourite way to relax."
+    new = "Caroline: Thanks, Mel! Now I'm painting more than ever"
+    assert update_reason(old, new, "Caroline", "Caroline") is None
+
+
+def test_a_doctors_title_does_not_end_a_sentence() -> None:
+    stated = claims("Kai's GP is Dr. Rao at the Mill Lane clinic.", "kai")
+    has = [c for c in stated if c.slot == "has"]
+    assert len(has) == 1 and {"gp", "rao"} <= has[0].value
+
+
+def test_an_intent_word_told_of_as_past_is_not_a_plan() -> None:
+    assert not [c for c in claims("Kai had an interview yesterday", "kai") if c.slot == "plan"]
+    assert [c for c in claims("Kai has an interview tomorrow", "kai") if c.slot == "plan"]
+
+
+def test_stems_meet_across_verb_forms() -> None:
+    assert salient("driving running filed") == salient("drive runner file")
+    assert salient("GPs") == salient("GP")
+
+
+def test_a_change_that_would_replace_many_statements_replaces_none() -> None:
+    book = ClaimBook()
+    at = datetime(2026, 3, 2, tzinfo=UTC)
+    for i, text in enumerate(
+        ["Kai teaches dance at the studio", "Kai's dance students are great", "dance is Kai's joy"]
+    ):
+        book.add(f"f{i}", claims(text, "kai"), at)
+    later = claims("Kai is all about dance now", "kai")
+    assert book.updated_by("new", later, at + timedelta(days=7)) == []
+    book.remove("f1")
+    book.remove("f2")
+    assert [old for old, _ in book.updated_by("new", later, at + timedelta(days=7))] == ["f0"]
