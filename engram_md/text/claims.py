@@ -1188,7 +1188,7 @@ def _replaces(o: Claim, n: Claim) -> str | None:
             for kind, words in now.items():
                 if kind in was and words - was[kind]:
                     return f"{kind}: {'/'.join(sorted(was[kind]))} → {'/'.join(sorted(words))}"
-    if o.slot == "plan" and n.slot == "shift" and _shares_work(o, n.value):
+    if o.slot == "plan" and n.slot == "shift" and _shares_work(o, n.value, least=2):
         return f"{_DONE_PREFIX}{_show(o)}"  # "migrate to GitLab" → "everything's on GitLab now"
     if o.slot == "plan" and n.slot == "change" and _shares_work(o, n.value):
         return f"plan changed: {_show(o)}"
@@ -1223,10 +1223,10 @@ _PART_OF = regex.compile(
 )
 
 
-def _shares_work(plan: Claim, done: frozenset[str]) -> bool:
+def _shares_work(plan: Claim, done: frozenset[str], *, least: int = 1) -> bool:
     """What the work is about, shared: at least one word and half of the plan's shorter list."""
     shared = plan.value & done
-    if not shared or len(shared) * 2 < min(len(plan.value), 4):
+    if len(shared) < max(least, 1) or len(shared) * 2 < min(len(plan.value), 4):
         return False
     # The doing alone is not the work: "finish painting the fence" is not done by "finished
     # painting my miniatures"; what is painted must be shared too.
