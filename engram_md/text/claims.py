@@ -379,7 +379,8 @@ _ROLE_WORDS = (
     r"vp|owner|partner|worker|ic|contractor|treasurer|chair|chairperson|secretary|president|"
     r"coach|sdet|trainee|apprentice|captain|freelancer|resident|fellow|librarian|barista|"
     r"cashier|driver|pilot|paramedic|firefighter|therapist|pharmacist|dentist|vet|mechanic|"
-    r"electrician|plumber|programmer|tester|qa|sre|devops|recruiter|salesperson|rep|agent)"
+    r"electrician|plumber|programmer|tester|qa|sre|devops|recruiter|salesperson|rep|agent|"
+    r"candidate)"
 )
 _ROLE_RULES = (
     regex.compile(
@@ -457,8 +458,9 @@ _COUNT_RULES = (
 SOME = -1  # "we bought a car": at least one, after none
 FEWER = -2  # "we lost our old dog": one fewer than before
 _LOST_ONE = regex.compile(
-    r"\b(?:lost|put\s+down|buried|rehomed|gave\s+away|sold)\s+(?:one\s+of\s+)?(?:our|my|the)\s+"
-    r"(?:old\s+|oldest\s+|youngest\s+)?(?P<noun>cat|dog|pet|car|bike|chicken|hen|horse)s?\b",
+    r"\b(?:lost|killed|put\s+down|buried|rehomed|gave\s+away|sold)\s+(?:one\s+of\s+(?:our|my|the)\s+"
+    r"(?P<noun>\p{L}+?)s\b|(?:our|my|the)\s+(?:old\s+|oldest\s+|youngest\s+)?"
+    r"(?P<noun>cat|dog|pet|car|bike|chicken|hen|horse)\b)",
     _I,
 )
 _NONE_OF = regex.compile(
@@ -510,7 +512,8 @@ _COUNT_KIND = {
 _ENDING = regex.compile(
     r"\b(?:left|leaving\s+(?!for\b)|quit|quitting|dropped(?:\s+out\s+of)?|ditched|scrapped|"
     r"turned\s+down|accepted\s+an\s+offer\s+(?:on|for)|f[ae]ll(?:ing)?\s+out\s+with|"
-    r"changed(?=\s+(?:my|our)\s+(?!minds?\b))|cut\s+out|gave\s+away|donated|rehomed|recovered\s+from|got\s+over|"
+    r"changed(?=\s+(?:my|our)\s+(?!minds?\b))|cut\s+out|(?:came|come|coming|got|getting|weaned)\s+"
+    r"off|gave\s+away|donated|rehomed|recovered\s+from|got\s+over|"
     r"cancell?ed|called\s+off|sold|selling|traded\s+in|closed|shelved|gave\s+up(?:\s+on)?|"
     r"given\s+up(?:\s+on)?|stopped|moved\s+(?:off|out\s+of|away\s+from)|moving\s+off|"
     r"switched\s+(?:away\s+)?from|got\s+rid\s+of|stepped\s+down\s+(?:as|from)|"
@@ -578,7 +581,7 @@ _STRONG_CHANGE = regex.compile(
 )
 _CHOICE = regex.compile(
     r"\b(?:(?:went|going|gone)\s+with|chose|picked|opted|decided|settled|turned\s+down|"
-    r"ended\s+up|bought|booked)\b",
+    r"ended\s+up|bought|booked|switched|swapped|changed|moved)\b",
     _I,
 )
 _CHANGE = regex.compile(
@@ -635,6 +638,7 @@ _SHIFT = regex.compile(
     r"caved|after\s+all|ended\s+up|turns\s+out|moved\s+(?:over|everything|"
     r"all|on)|(?:moved|switched|transferred)\s+(?!(?:to|into|in|out|on|over|back|up|down)\b)"
     r"(?:[\w'’\-]+,?\s+){1,3}?(?:to|into)|back\s+in\s+touch|talking\s+again|"
+    r"(?:gone|went|going|switched)\s+back\s+to|since\s+(?:the\s+(?:move|change|switch)|moving)|"
     r"new\s+(?:[\w\-]+\s+)?(?:phone|laptop|computer|car|bike|job|role|position|boss|manager|"
     r"team|number|email|address|flat|apartment|house|place|school|doctor|gp|dentist|bank|"
     r"provider|landlord|editor|browser))\b|" + _NOW,
@@ -735,6 +739,15 @@ def claims(text: str, holder: str = "") -> tuple[Claim, ...]:
             out.append(Claim(who, "has", salient(clause, holder.split()), said=clause))
     if not any(c.slot == "residence" for c in out):
         out.extend(_relocation(text, holder))
+    # "new job!", "got promoted", "we moved house": the slot changed, its value unsaid
+    body = " ".join(own)
+    moved_on = {
+        slot
+        for slot, said in _MOVED_ON.items()
+        if said.search(body) and not any(c.slot == slot for c in out)
+    }
+    if moved_on and not _NOT_A_SHIFT.search(text):
+        out.append(Claim(holder, "moved on", frozenset(moved_on)))
     if shifted and not _NOT_A_SHIFT.search(text):
         # What changed is named in the clause that says so, or by name beside it in its
         # sentence ("I've moved over to Brave, Firefox kept eating my RAM").
@@ -776,9 +789,8 @@ def _without_speaker_label(text: str) -> str:
 
 
 _LABEL = regex.compile(
-    r"^(?!(?:todo|to-do|note|notes|update|reminder|fyi|ps|btw|edit|heads\s+up|list|goal|plan)\s*:)"
-    r"[\p{L}][\p{L} .'\-]{0,40}:\s+",
-    _I,
+    r"^(?!(?i:todo|to-do|note|notes|update|reminder|fyi|ps|btw|edit|heads\s+up|list|goal|plan|"
+    r"new\s+\w+)\s*:)\p{Lu}[\p{L}.'\-]*(?:\s+\p{Lu}[\p{L}.'\-]*){0,3}:\s+"
 )
 _ASIDE = regex.compile(r"\s*\[[^\]]*\]")
 # "Dana: … Lee: …": an exchange between people, whose claims belong to more than one.
@@ -910,9 +922,10 @@ def _ended(who: str, phrase: str, ignore: list[str], *, whole: bool = False) -> 
 _PRONOUN = regex.compile(r"it|that|this|them|those|these", _I)
 # "Ripping Firebase out of the project": what is torn out ends.
 _TORN_OUT = regex.compile(
-    r"\b(?:rip|rips|ripp(?:ed|ing)|yank(?:s|ed|ing)?|tore|tear(?:s|ing)?|cut|cutting)\s+"
-    r"(?:the\s+|my\s+|our\s+)?"
-    r"(?P<v>[^,.;:!?()]{1,40}?)\s+out\b",
+    r"\b(?:(?:rip|rips|ripp(?:ed|ing)|yank(?:s|ed|ing)?|tore|tear(?:s|ing)?|cut|cutting)\s+"
+    r"(?:the\s+|my\s+|our\s+)?(?P<v>[^,.;:!?()]{1,40}?)\s+out|(?:traded|trading|trade)\s+"
+    r"(?:the\s+|my\s+|our\s+)?(?P<v>[^,.;:!?()]{1,40}?)\s+in|(?:sold|gave)\s+(?:the\s+|my\s+|"
+    r"our\s+)?(?P<v>[^,.;:!?()]{1,40}?)\s+(?:off|away))\b",
     _I,
 )
 # Nouns that name what holds the point rather than the point ("the farm idea").
@@ -957,7 +970,8 @@ _GRADUATED = regex.compile(
 _STUDENT = frozenset(_stem(w) for w in "student phd candidate undergrad postgrad".split())
 _BORN = regex.compile(
     rf"\b(?:was|were|got)\s+born\b|\bgave\s+birth\b|\bbaby(?:{_APOS}s|\s+is|\s+has)\s+"
-    r"(?:here|arrived)\b|\bbaby\s+(?:[\w\-]+\s+){0,2}arrived\b",
+    r"(?:here|arrived)\b|\b(?:baby|son|daughter|twins|boy|girl)\s+(?:[\w\-]+\s+){0,2}"
+    r"(?:arrived|was\s+born|were\s+born)\b",
     _I,
 )
 # Back from a leave: "back at work as of Monday", "back in the office after paternity leave".
@@ -1054,22 +1068,29 @@ _ORG_NOUNS = frozenset(
 # Words that are values of one kind, so that a change from one to another needs no shared
 # word: "I prefer morning runs" → "I'm an evening runner now"; "window seat" → "aisle".
 _KINDS = {
-    "time of day": "morning mornings evening evenings night nights afternoon afternoons",
+    "time of day": "morning mornings=morning evening evenings=evening night nights=night "
+    "afternoon afternoons=afternoon",
     "seat": "window aisle",
-    "phone system": "android iphone ios",
-    "computer system": "mac macos linux chromebook",
+    "phone system": "android iphone ios=iphone",
+    "computer system": "mac macos=mac linux chromebook",
     "milk": "oat soy almond dairy",
+    "home": "rent renting=rent rental=rent tenant=rent landlord=rent own=own owner=own "
+    "homeowner=own homeowners=own mortgage=own",
 }
-_KIND_OF = {w: kind for kind, words in _KINDS.items() for w in words.split()}
+_KIND_OF = {
+    word: (kind, value or word)
+    for kind, words in _KINDS.items()
+    for word, _, value in (w.partition("=") for w in words.split())
+}
 
 
 def _alternatives(text: str) -> dict[str, frozenset[str]]:
     """The words of ``text`` that are values of a kind (:data:`_KINDS`), by kind."""
     found: dict[str, set[str]] = {}
     for word in _WORD.findall(text.casefold()):
-        kind = _KIND_OF.get(word)
-        if kind is not None:
-            found.setdefault(kind, set()).add(word.removesuffix("s"))
+        if word in _KIND_OF:
+            kind, value = _KIND_OF[word]
+            found.setdefault(kind, set()).add(value)
     return {kind: frozenset(words) for kind, words in found.items()}
 
 
@@ -1099,6 +1120,25 @@ def _frames(text: str, holder: str) -> frozenset[str]:
         )
     found = {_stem(m.group("verb")) for m in regex.finditer(doer, text, flags=_I)}
     return frozenset(found - _ANY_VERB)
+
+
+_MOVED_ON = {
+    "residence": regex.compile(
+        r"\b(?:moved\s+(?:house|home|out|away|cities|countries|abroad)|new\s+(?:flat|apartment|"
+        r"house|home|address)|(?:i|we)\s+(?:just\s+|finally\s+)?(?:moved|relocated)(?=\s*(?:$|[,.;!]))"
+        r")\b",
+        _I,
+    ),
+    "employer": regex.compile(
+        r"\b(?:new\s+job|changed\s+jobs|switched\s+jobs|changed\s+employers?|job\s+change)\b",
+        _I,
+    ),
+    "role": regex.compile(
+        r"\b(?:got\s+(?:a\s+|the\s+)?promot(?:ed|ion)|was\s+promoted|been\s+promoted|"
+        r"new\s+(?:role|title|position))\b",
+        _I,
+    ),
+}
 
 
 # What a change said in general words can replace: how things stand, and what was liked.
@@ -1164,6 +1204,8 @@ def _replaces(o: Claim, n: Claim) -> str | None:
         return f"changed: {_show(o)}"
     if o.slot == "jobless" and n.slot in ("employed", "employer"):
         return "back in work"
+    if n.slot == "moved on" and o.slot in n.value:
+        return f"new {o.slot}: no longer {_show(o)}"
     if n.slot == "jobless" and o.slot in ("employer", "role"):
         return f"no longer works: {_show(o)}"
     if n.slot == "graduated" and o.slot == "role" and o.value & _STUDENT:
