@@ -337,7 +337,8 @@ _PLACE = r"(?P<v>(?-i:[A-Z][\p{L}\-]+)(?:\s+(?-i:[A-Z][\p{L}\-]+))?)(?![\p{L}'�
 _RESIDENCE_RULES = (
     regex.compile(
         rf"\b(?:live[sd]?|living|moved(?:\s+back)?|move|relocated|relocating|shifted|based|"
-        rf"settled(?:\s+down)?|(?:flat|apartment|house|place|home|condo|room)|home\s+is|"
+        rf"settled(?:\s+down)?|(?:flat|apartment|house|place|home|condo|room|\d-bed|bedroom|"
+        rf"studio|bungalow|cottage|terrace|semi)|home\s+is|"
         rf"staying|crashing|raised|up|down|out|over)\s+(?:[\w'’\-]+\s+){{0,3}}"
         rf"(?:in|to|at|into|outside|near)\s+"
         rf"{_PLACE}",
@@ -968,6 +969,21 @@ _GRADUATED = regex.compile(
     _I,
 )
 _STUDENT = frozenset(_stem(w) for w in "student phd candidate undergrad postgrad".split())
+
+
+def _is_other_birth(clause: str) -> bool:
+    """ "My sister's baby was born": someone else's, not the speaker's own (whose "our son
+    arrived" reads as another person's clause)."""
+    return (
+        regex.search(
+            rf"\b(?:his|her|their|\w+{_APOS}s)\s+(?:\w+\s+)?(?:baby|son|daughter|twins)\b",
+            clause,
+            flags=_I,
+        )
+        is not None
+    )
+
+
 _BORN = regex.compile(
     rf"\b(?:was|were|got)\s+born\b|\bgave\s+birth\b|\bbaby(?:{_APOS}s|\s+is|\s+has)\s+"
     r"(?:here|arrived)\b|\b(?:baby|son|daughter|twins|boy|girl)\s+(?:[\w\-]+\s+){0,2}"
@@ -1006,9 +1022,9 @@ def _change_claims(clause: str, who: str, holder: str, whole: str) -> Iterator[C
         yield Claim(who, "employed", frozenset({"job"}))
     if _GRADUATED.search(clause):
         yield Claim(who, "graduated", frozenset({"study"}))
-    if _BORN.search(clause):  # a birth ends a pregnancy
+    if _BORN.search(clause) and not _is_other_birth(clause):  # a birth ends a pregnancy
         waiting = frozenset({_stem("pregnant"), _stem("expecting")})
-        yield Claim(who, "ended", waiting, ended=True, core=waiting)
+        yield Claim(holder, "ended", waiting, ended=True, core=waiting)
     if _BACK_FROM_LEAVE.search(clause):
         leave = frozenset({_stem("leave")})
         yield Claim(who, "ended", leave, ended=True, core=leave)
@@ -1186,7 +1202,8 @@ def _replaces(o: Claim, n: Claim) -> str | None:
             return None
         shown = {SOME: "some", FEWER: "fewer"}.get(n.number or 0, n.number)
         return f"{o.slot[6:]} count: {o.number} → {shown}"
-    if n.slot == "ended" and o.slot in (*_STATES, "plan", "like", "has") and n.core & o.value:
+    stems = o.value | {_stem(v) for v in o.value} if o.slot in _STATES else o.value
+    if n.slot == "ended" and o.slot in (*_STATES, "plan", "like", "has") and n.core & stems:
         return f"no longer {_show(n)}"
     if o.slot == "plan" and n.slot == "done" and _shares_work(o, n.value):
         return f"{_DONE_PREFIX}{_show(o)}"
