@@ -56,6 +56,14 @@ from engram_md.text.claims import ClaimBook, carried_out, claims, salient, updat
         # moves
         ("I live in Oslo.", "We've been in Bergen since March, loving it", "Bergen"),
         ("we live just outside Ghent", "packed up and moved to Antwerp last month", "Antwerp"),
+        # one thing of the holder's, and what it is
+        ("my favourite band is Muse", "my favourite band is Wet Leg now", "band"),
+        ("my rent is 900 a month", "my rent is 1100 now, ugh", "rent"),
+        ("Firefox is my main browser", "Brave is my browser now", "brows"),
+        # the slot changed, its value unsaid
+        ("I live in Nantes", "we moved house last week", "residence"),
+        ("I'm a junior analyst", "got promoted at last!", "role"),
+        ("I'm renting", "we own our place now, signed the mortgage", "home"),
         # decisions
         (
             "we're going with the blue paint",
@@ -107,6 +115,12 @@ def test_a_plan_done_is_carried_out(old: str, new: str) -> None:
         ("I'm a smoker", "had a cigarette after dinner"),
         ("we have 2 kids", "how do people with three kids even cope??"),
         ("I'm married to Ana", "Ana's sister just got divorced"),
+        ("my favourite band is Muse", "my favourite song is Starlight now"),
+        ("my rent is 900 a month", "my rent is due tomorrow"),
+        ("my phone is an iPhone 12", "my phone is on 5% now, brb"),
+        ("I'm at Spotify", "a friend got a new job at Klarna"),
+        ("I live in Nantes", "we moved the sofa into the spare room"),
+        ("my car is a Clio", "our second car is a Fiat now"),
         # the doing shared, not the work
         ("I have to finish painting the fence", "finished painting my miniatures"),
         ("I need to finish the report", "started the report today, slow going"),

@@ -79,6 +79,8 @@ _GENERIC = frozenset(
     settled pick picked choose chose putting booking i'm i've i'd i'll we're we've we'd we'll
     it's that's there's don't doesn't can't won't isn't wasn't didn't haven't havent he's
     she's they're you're let's im ive dont cant before after during until while within
+    favourite favorite fave fav main usual go-to daily regular current primary preferred
+    hey hi hello thanks thank congrats wow
     """.split()
 )
 _NUMBER = {
@@ -250,7 +252,8 @@ _PEOPLE = (
 )
 _OTHER_PERSON = regex.compile(
     rf"\b(?:my|our|his|her|their|\w+{_APOS}s)\s+(?:(?:older|younger|little|big|best|new|old)\s+)?"
-    rf"{_PEOPLE}\b",
+    rf"{_PEOPLE}\b|\b(?:a|one\s+of\s+my|some)\s+(?:\w+\s+)?(?:friend|mate|colleague|coworker|"
+    r"co-worker|neighbou?r|guy|girl|woman|man|person)\b|^\W*(?:someone|somebody)\b",
     _I,
 )
 
@@ -749,6 +752,8 @@ def claims(text: str, holder: str = "") -> tuple[Claim, ...]:
     }
     if moved_on and not _NOT_A_SHIFT.search(text):
         out.append(Claim(holder, "moved on", frozenset(moved_on)))
+    if not _NOT_A_SHIFT.search(text):
+        out.extend(_attributes(own, holder, changed=shifted))
     if shifted and not _NOT_A_SHIFT.search(text):
         # What changed is named in the clause that says so, or by name beside it in its
         # sentence ("I've moved over to Brave, Firefox kept eating my RAM").
@@ -1157,6 +1162,53 @@ _MOVED_ON = {
 }
 
 
+# One thing of the holder's and what it is: "my main browser is Firefox", "Firefox is my
+# browser now", "Kai's commute is 90 minutes".
+def _attribute_rules(holder: str) -> tuple[regex.Pattern[str], ...]:
+    own = rf"(?:my|our{'|' + regex.escape(holder) + _APOS + 's' if holder else ''})"
+    noun = r"(?P<n>[\p{L}\-]{3,})"
+    value = r"(?P<v>[^,.;:!?()]{1,40}?)"
+    end = (
+        r"(?=\s*(?:$|[,.;:!?()]|\s(?:now|these\s+days|and|but|so|since|as\s+of|for|on|at|in|"
+        r"lol|tbh)\b))"
+    )
+    return (
+        regex.compile(
+            rf"\b{own}\s+(?:[\p{{L}}\-]+\s+){{0,2}}?{noun}\s+(?:is|are|{_APOS}s)\s+"
+            rf"(?:now\s+|currently\s+)?{value}{end}",
+            _I,
+        ),
+        regex.compile(
+            rf"(?:^|[,.;:!?]\s*){value}\s+(?:is|are|{_APOS}s)\s+(?:now\s+)?{own}\s+"
+            rf"(?:[\p{{L}}\-]+\s+){{0,2}}?{noun}{end}",
+            _I,
+        ),
+    )
+
+
+_NOT_A_VALUE = regex.compile(
+    r"^(?:so|very|really|too|not|still|also|just|always|getting|going|being|doing|a\s+bit|"
+    r"kind\s+of|pretty|quite|super|in|on|at|with|for|the\s+best|the\s+worst)\b",
+    _I,
+)
+
+
+def _attributes(clauses: list[str], holder: str, *, changed: bool) -> Iterator[Claim]:
+    """``attr:<thing>`` claims: the value of one thing of the holder's, and in ``core``
+    whether the statement says it changed ("now", "switched")."""
+    for rule in _attribute_rules(holder):
+        for clause in clauses:
+            for m in rule.finditer(clause):
+                said = m.group("v").strip()
+                thing = m.group("n").casefold()
+                if regex.fullmatch(_PEOPLE, thing, flags=_I) or _NOT_A_VALUE.search(said):
+                    continue
+                value = salient(said, holder.split()) | frozenset(regex.findall(r"\d+", said))
+                if value:
+                    core = frozenset({"changed"}) if changed else frozenset()
+                    yield Claim(holder, f"attr:{_stem(thing)}", value, core=core, said=said)
+
+
 # What a change said in general words can replace: how things stand, and what was liked.
 _SHIFTABLE = frozenset({*_STATES, "has", "like", "dislike", "theirs"})
 
@@ -1221,6 +1273,10 @@ def _replaces(o: Claim, n: Claim) -> str | None:
         return f"changed: {_show(o)}"
     if o.slot == "jobless" and n.slot in ("employed", "employer"):
         return "back in work"
+    if o.slot.startswith("attr:") and n.slot == o.slot and n.core:
+        numbers = {v for v in o.value if v.isdigit()}, {v for v in n.value if v.isdigit()}
+        if (all(numbers) and numbers[0] != numbers[1]) or not o.value & n.value:
+            return f"{o.slot[5:]}: {_show(o)} → {_show(n)}"
     if n.slot == "moved on" and o.slot in n.value:
         return f"new {o.slot}: no longer {_show(o)}"
     if n.slot == "jobless" and o.slot in ("employer", "role"):
@@ -1267,9 +1323,19 @@ def _of_the_thing(said: str, shared: frozenset[str], holder: str) -> bool:
         if part in STOP_WORDS or part in _GENERIC:
             continue  # "not at St Columba's anymore"
         it = m.group("it").casefold()
-        if m.group("part") is not None and _stem(it) in shared:
+        if (m.group("part") is not None or m.group("where") is not None) and _stem(it) in shared:
             return True
-        if m.group("part") is None and it not in ("i", "we", "they", *holder.split()):
+        if (
+            m.group("part") is None
+            and m.group("where") is None
+            and it
+            not in (
+                "i",
+                "we",
+                "they",
+                *holder.split(),
+            )
+        ):
             return True  # "Oakfield has a new head", not "we have a new car"
     return False
 
@@ -1277,7 +1343,10 @@ def _of_the_thing(said: str, shared: frozenset[str], holder: str) -> bool:
 _PART_OF = regex.compile(
     rf"(?P<it>[\p{{L}}\p{{N}}\-]+){_APOS}s\s+(?P<part>\p{{L}}+)|"
     r"(?:^|[,.;:!?]\s*)(?:the\s+|my\s+|our\s+)?(?P<it>[\p{L}\p{N}\-]+)\s+(?:has|have)\s+"
-    r"(?:a|an|some|new)\b",
+    r"(?:a|an|some|new)\b|"
+    # where the thing is for now: "my phone is on 5% now", "the car is in the garage"
+    rf"(?:^|[,.;:!?]\s*)(?:the|my|our)\s+(?P<where>)(?P<it>[\p{{L}}\p{{N}}\-]+)\s+(?:is|are|{_APOS}s)\s+"
+    r"(?:now\s+|still\s+)?(?:on|in|at|with|off\s+to)\b",
     _I,
 )
 
