@@ -429,7 +429,11 @@ class OfflineExtractor:
         if centroid is None:
             return [1.0] * len(texts)
         try:
-            vectors = np.asarray(self._embedder.embed(list(texts)), dtype=np.float32)
+            # As the episode's content will be written (whitespace collapsed, ingest's
+            # to_fact): the model reads both alike, and the cache then answers the
+            # near-duplicate check and the index row from this one run of a long text.
+            collapsed = [" ".join(text.split()) for text in texts]
+            vectors = np.asarray(self._embedder.embed(collapsed), dtype=np.float32)
         except EmbeddingError as exc:
             # Scoring must not hold turns hostage: without vectors every chunk counts as new.
             log.warning("episode novelty without embeddings: %s", exc)
