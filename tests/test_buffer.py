@@ -57,6 +57,16 @@ def test_high_signal_on_an_empty_buffer(buf: SmartBuffer) -> None:
     assert [(b.trigger, ids(b)) for b in due] == [(Trigger.HIGH, ["t1"])]
 
 
+def test_without_high_signal_now_a_strong_signal_waits_for_a_full_batch() -> None:
+    # What an import asks for: finished conversations, extracted in full batches.
+    bulk = SmartBuffer(BufferConfig(max_turns=4, max_minutes=15, high_signal_now=False))
+    assert bulk.add(turn(1), HIGH) == []
+    assert bulk.add(turn(2), NONE) == []
+    assert bulk.add(turn(3), HIGH) == []
+    due = bulk.add(turn(4), LOW)
+    assert [(b.trigger, ids(b)) for b in due] == [(Trigger.TURNS, ["t1", "t2", "t3", "t4"])]
+
+
 def test_max_turns_makes_a_batch(buf: SmartBuffer) -> None:
     for n in range(4):
         assert buf.add(turn(n), LOW) == []

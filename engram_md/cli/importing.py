@@ -76,13 +76,20 @@ def import_claude(path: _ExportPath, dry_run: _DryRun = False) -> None:
 
 def _bulk_config() -> Config:
     """The configuration for an import: the journal is synced at batch ends, not per turn
-    (the export itself is the copy a crash would need), and the daemon's consolidation
-    schedule is off (`engram-md consolidate` afterwards, once)."""
+    (the export itself is the copy a crash would need); a conversation is extracted in
+    batches as full as one extraction takes (MAX_BATCH_TURNS), not cut at each strong
+    signal, since nobody waits for it (a fifth of the batches, calls and per-batch writes on
+    the bench's export); and the daemon's consolidation schedule is off (`engram-md
+    consolidate` afterwards, once)."""
+    from ..ingest.pipeline import MAX_BATCH_TURNS  # see the top of this module
+
     return load_config(
         State.config_path,
         overrides={
             **State.overrides,
             "buffer.fsync": "batch",
+            "buffer.high_signal_now": False,
+            "buffer.max_turns": MAX_BATCH_TURNS,
             "consolidate.every_extractions": 0,
         },
     )

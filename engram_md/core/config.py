@@ -42,6 +42,10 @@ class LLMConfig(_Section):
 class BufferConfig(_Section):
     max_turns: int = Field(default=5, ge=1)
     max_minutes: float = Field(default=15.0, gt=0)
+    # A HIGH signal (a correction, "remember that…") cuts its batch at once, so a live agent's
+    # memory has it within seconds. An import turns this off: its conversations are over, and
+    # each is extracted in batches of max_turns (README, "Bring your history").
+    high_signal_now: bool = True
     # Wall clock: the daemon extracts a session that received nothing for this long (0: never).
     idle_flush_minutes: float = Field(default=15.0, ge=0)
     # fsync every journal append (survives an OS crash) or only at batch boundaries.

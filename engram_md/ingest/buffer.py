@@ -1,7 +1,8 @@
 """The smart buffer: per session, decide when buffered turns are worth an extraction.
 
 Triggers (on transcript time, so a replay behaves like the live run):
-  HIGH signal            -> extract now, the buffered turns as context
+  HIGH signal            -> extract now, the buffered turns as context (unless
+                            high_signal_now is off: imports of finished conversations)
   >= max_turns turns     -> batch
   >= max_minutes between the oldest buffered turn and a new one -> batch what was buffered
                             before the new turn (the new one starts the next window)
@@ -76,7 +77,7 @@ class SmartBuffer:
             buf.hold_for -= 1
             if buf.hold_for:
                 return due
-        if signal.level is Level.HIGH:
+        if signal.level is Level.HIGH and self.cfg.high_signal_now:
             trigger: Trigger | None = Trigger.HIGH
         elif len(buf.turns) >= self.cfg.max_turns:
             trigger = Trigger.TURNS
