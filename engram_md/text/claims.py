@@ -80,7 +80,7 @@ _GENERIC = frozenset(
     it's that's there's don't doesn't can't won't isn't wasn't didn't haven't havent he's
     she's they're you're let's im ive dont cant before after during until while within
     favourite favorite fave fav main usual go-to daily regular current primary preferred
-    hey hi hello thanks thank congrats wow
+    hey hi hello thanks thank congrats wow assistant
     """.split()
 )
 _NUMBER = {
@@ -94,7 +94,8 @@ _NUM = r"(?:\d+|no|zero|one|a|an|two|three|four|five|six|seven|eight|nine|ten|el
 
 # Past forms that do not start like their verb: "paid" is what "pay" planned.
 _LEMMA = {
-    "paid": "pay", "sold": "sell", "bought": "buy", "taught": "teach", "caught": "catch",
+    "paid": "pay", "got": "get", "sold": "sell", "bought": "buy", "taught": "teach",
+    "caught": "catch",
     "brought": "bring", "thought": "think", "sent": "send", "built": "build", "spent": "spend",
     "lent": "lend", "wrote": "write", "written": "write", "drove": "drive", "driven": "drive",
     "rode": "ride", "ran": "run", "began": "begin", "begun": "begin", "gave": "give",
@@ -188,7 +189,7 @@ _INTENT = regex.compile(
 )
 # The work a plan names: the verb after "need to", "gotta", "going to".
 _TODO = regex.compile(
-    rf"(?:\bto|\bgotta|\bgonna|\bmust|{_APOS}ll|\bwill)\s+(?:\p{{L}}+ly\s+)?(?!be\b|get\b)"
+    rf"(?:\bto|\bgotta|\bgonna|\bmust|{_APOS}ll|\bwill)\s+(?:\p{{L}}+ly\s+)?(?!be\b)"
     r"(?P<verb>\p{L}{3,})",
     _I,
 )
@@ -339,11 +340,11 @@ _TEMPORARY = regex.compile(
 _PLACE = r"(?P<v>(?-i:[A-Z][\p{L}\-]+)(?:\s+(?-i:[A-Z][\p{L}\-]+))?)(?![\p{L}'’])"
 _RESIDENCE_RULES = (
     regex.compile(
-        rf"\b(?:live[sd]?|living|moved(?:\s+back)?|move|relocated|relocating|shifted|based|"
+        rf"\b(?:live[sd]?|living|moved(?:\s+back)?|move|relocated|relocating|shifted|based(?:\s+out)?|"
         rf"settled(?:\s+down)?|(?:flat|apartment|house|place|home|condo|room|\d-bed|bedroom|"
         rf"studio|bungalow|cottage|terrace|semi)|home\s+is|"
         rf"staying|crashing|raised|up|down|out|over)\s+(?:[\w'’\-]+\s+){{0,3}}"
-        rf"(?:in|to|at|into|outside|near)\s+"
+        rf"(?:in|to|at|into|outside|near|of)\s+"
         rf"{_PLACE}",
         _I,
     ),
@@ -384,7 +385,13 @@ _ROLE_WORDS = (
     r"coach|sdet|trainee|apprentice|captain|freelancer|resident|fellow|librarian|barista|"
     r"cashier|driver|pilot|paramedic|firefighter|therapist|pharmacist|dentist|vet|mechanic|"
     r"electrician|plumber|programmer|tester|qa|sre|devops|recruiter|salesperson|rep|agent|"
-    r"candidate)"
+    r"candidate|receptionist|cleaner|carer|caregiver|nanny|tutor|lecturer|surgeon|midwife|"
+    r"solicitor|barrister|journalist|photographer|artist|musician|actor|baker|butcher|farmer|"
+    r"gardener|builder|carpenter|decorator|waiter|waitress|bartender|server|courier|porter|"
+    r"guard|soldier|paralegal|auditor|economist|statistician|chemist|biologist|physicist|"
+    r"translator|interpreter|copywriter|marketer|strategist|planner|producer|animator|"
+    r"illustrator|dietitian|physio|physiotherapist|optician|radiographer|headteacher|dean|"
+    r"ta|ra|tutor|volunteer|leader|member)"
 )
 _ROLE_RULES = (
     regex.compile(
@@ -462,8 +469,10 @@ _COUNT_RULES = (
 SOME = -1  # "we bought a car": at least one, after none
 FEWER = -2  # "we lost our old dog": one fewer than before
 _LOST_ONE = regex.compile(
+    r"\bone\s+of\s+(?:our|my|the)\s+(?:\p{L}+\s+)?(?P<noun>\p{L}+?)s\s+(?:has\s+|have\s+)?"
+    r"(?:passed\s+away|died|ran\s+away|got\s+stolen)\b|"
     r"\b(?:lost|killed|put\s+down|buried|rehomed|gave\s+away|sold)\s+(?:one\s+of\s+(?:our|my|the)\s+"
-    r"(?P<noun>\p{L}+?)s\b|(?:our|my|the)\s+(?:old\s+|oldest\s+|youngest\s+)?"
+    r"(?:\p{L}+\s+)?(?P<noun>\p{L}+?)s\b|(?:our|my|the)\s+(?:old\s+|oldest\s+|youngest\s+)?"
     r"(?P<noun>cat|dog|pet|car|bike|chicken|hen|horse)\b)",
     _I,
 )
@@ -543,7 +552,7 @@ _ENDED_SUBJECT = regex.compile(
     r"retired|healed|approved|granted|fixed|sorted|resolved|switched\s+off|shut\s+down|off|"
     r"written\s+off|totall?ed|wrecked|stolen|scrapped)|"
     r"(?:has\s+|have\s+)?(?:finally\s+)?(?:died|got\s+stolen|was\s+stolen|broke\s+down|healed|"
-    r"ended|expired|fell\s+through))"
+    r"ended|expired|fell\s+through|finished|wrapped\s+up))"
     r"(?=\s*(?:$|[,.;:!?(]|\s(?:and|but|so|because|now|today|yesterday|finally|at\s+last|"
     r"this\s+\w+|last\s+\w+|in|at|on|after|during|with)\b|\s*[^\p{L}\p{N}\s]))",
     _I,
@@ -567,7 +576,7 @@ _DONE = regex.compile(
 # them ("I called the bank") -- not "they helped me".
 _PAST_VERB = regex.compile(
     rf"(?:^|\b(?:i|we|(?-i:[A-Z])\w+)\s+)(?:(?:finally|just|already|actually|also)\s+)?"
-    rf"(?P<verb>\p{{L}}{{3,}}ed|{'|'.join(_LEMMA)})\b(?!\s+(?:to|for|by)\b)",
+    rf"(?P<verb>\p{{L}}{{3,}}ed|{'|'.join(_LEMMA)})\b(?!\s+(?:to|for|by|\p{{L}}+ed|\p{{L}}+en)\b)",
     _I,
 )
 # Words that say only that something was done, whatever it was.
@@ -687,7 +696,7 @@ def _theirs(clause: str, holder: str, *, changed: bool = False) -> Iterator[Clai
         return
     who = {_stem(w) for w in regex.findall(rf"\b{_PEOPLE}\b", subject, flags=_I)}
     who.update(_stem(n) for n in _NAME.findall(subject) if n.casefold() != holder)
-    value = salient(clause, holder.split())
+    value = salient(clause, holder.split()) | _numbers(clause)
     yield Claim(holder, "theirs", value, core=frozenset(who), said=clause)
     if changed and (_SHIFT.search(clause) or _THEIR_MOVE.search(clause)):
         # "my son started at Hillcrest": what was said of him before is no longer so
@@ -704,6 +713,15 @@ _THEIR_MOVE = regex.compile(
 def _nouns(phrase: str) -> frozenset[str]:
     """The stems of a short phrase's words, general ones included ("job")."""
     return frozenset(_stem(w) for w in _WORD.findall(phrase) if w.casefold() not in STOP_WORDS)
+
+
+def _numbers(text: str) -> frozenset[str]:
+    """The numbers a text says, in digits ("three days" → "3")."""
+    found = set(regex.findall(r"\d+", text))
+    for word in _WORD.findall(text.casefold()):
+        if word in _NUMBER and word not in ("a", "an", "no", "just", "single", "couple"):
+            found.add(str(_NUMBER[word]))
+    return frozenset(found)
 
 
 def _sentences_with(text: str, clause: str) -> list[str]:
@@ -1186,6 +1204,13 @@ def _attribute_rules(holder: str) -> tuple[regex.Pattern[str], ...]:
     )
 
 
+_SET_TO = regex.compile(
+    r"\b(?:cut|raised|increased|reduced|lowered|dropped|changed|moved|upped|bumped|put|set|"
+    r"switched)\s+(?:my|our|the)\s+(?:[\p{L}\-]+\s+)?(?P<n>[\p{L}\-]{3,})\s+(?:up\s+|down\s+)?"
+    r"(?:to|from\s+[^,.;:!?()]{1,20}?\s+to)\s+(?P<v>[^,.;:!?()]{1,30}?)(?=\s*(?:$|[,.;:!?()]|"
+    r"\s(?:now|and|but|so|because|since|as\s+of|from)\b))",
+    _I,
+)
 _NOT_A_VALUE = regex.compile(
     r"^(?:so|very|really|too|not|still|also|just|always|getting|going|being|doing|a\s+bit|"
     r"kind\s+of|pretty|quite|super|in|on|at|with|for|the\s+best|the\s+worst)\b",
@@ -1196,6 +1221,12 @@ _NOT_A_VALUE = regex.compile(
 def _attributes(clauses: list[str], holder: str, *, changed: bool) -> Iterator[Claim]:
     """``attr:<thing>`` claims: the value of one thing of the holder's, and in ``core``
     whether the statement says it changed ("now", "switched")."""
+    for clause in clauses:  # "cut the food budget to 350": changed in so many words
+        for m in _SET_TO.finditer(clause):
+            value = salient(m.group("v"), holder.split()) | _numbers(m.group("v"))
+            if value:
+                thing = _stem(m.group("n"))
+                yield Claim(holder, f"attr:{thing}", value, core=frozenset({"changed"}))
     for rule in _attribute_rules(holder):
         for clause in clauses:
             for m in rule.finditer(clause):
@@ -1203,7 +1234,7 @@ def _attributes(clauses: list[str], holder: str, *, changed: bool) -> Iterator[C
                 thing = m.group("n").casefold()
                 if regex.fullmatch(_PEOPLE, thing, flags=_I) or _NOT_A_VALUE.search(said):
                     continue
-                value = salient(said, holder.split()) | frozenset(regex.findall(r"\d+", said))
+                value = salient(said, holder.split()) | _numbers(said)
                 if value:
                     core = frozenset({"changed"}) if changed else frozenset()
                     yield Claim(holder, f"attr:{_stem(thing)}", value, core=core, said=said)
