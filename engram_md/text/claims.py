@@ -192,8 +192,8 @@ _WONDER = regex.compile(
 _WOULD = regex.compile(rf"\b(?:i|we|you|he|she|they){_APOS}d\s+(?!\w+ed\b|been\b)", _I)
 # A clause that intends: a plan of its own, never a change of state.
 _INTENT = regex.compile(
-    r"\b(?:plan(?:s|ning)?(?:\s+(?:is|to))?|going\s+to|gonna|will|(?:need|needs|have|has)\s+"
-    rf"to|gotta|must|learning\s+to|studying\s+for|preparing\s+for|"
+    r"\b(?:planning|plans?\s+(?:is|are|to|for|on)|(?:the|my|our)\s+plan\b|going\s+to|gonna|will|(?:need|needs|have|has)\s+"
+    rf"to|gotta|must|set\s+on|learning\s+to|studying\s+for|preparing\s+for|"
     rf"want(?:s)?\s+to|hop(?:e|es|ing)\s+to|todo|to-do|remind\s+me|promised?|{_APOS}ll|"
     r"supposed\s+to|meant\s+to|due|deadline|decided|decision|settled\s+on|agreed|chose|"
     r"picked|went\s+with|going\s+with|putting\s+off|on\s+my\s+(?:list|plate)|got\s+to|"
@@ -413,7 +413,7 @@ _ROLE_WORDS = (
 _ROLE_RULES = (
     regex.compile(
         rf"(?:^|\b(?:i{_APOS}m|i\s+am|[A-Z]\w+\s+is|works?\s+as|working\s+as|promoted\s+to|"
-        rf"made(?:\s+(?:me|him|her|[A-Z]\w+))?|became|role\s+is|title\s+is|(?:new\s+)?(?:role|"
+        rf"made(?:\s+(?:me|him|her|(?-i:[A-Z])\w+))?|became|role\s+is|title\s+is|(?:new\s+)?(?:role|"
         rf"job|position)\s+as|back\s+to\s+being|now|currently|as|into|(?:title|role|position)\s+"
         rf"(?:changed\s+to|is\s+now)))\s+(?:now\s+)?(?:(?:a|an|the)\s+)?"
         rf"(?P<v>(?:[\p{{L}}\-'’]+\s+){{0,3}}?{_ROLE_WORDS}s?)\b",
@@ -435,7 +435,7 @@ _RELATIONSHIP = (
     (
         "dating",
         r"dating|seeing\s+(?:someone|a\s+\w+)|boyfriend|girlfriend|together\s+\d+|"
-        r"been\s+together",
+        r"been\s+together|(?:live|living)\s+together|moved\s+in\s+together",
     ),
     ("engaged", r"engaged|fianc[ée]e?|proposed"),
     (
@@ -450,6 +450,12 @@ _DIET = (
     ("omnivore", r"eat(?:ing|s)?\s+meat(?:\s+again)?|eating\s+meat"),
 )
 _COUNT_RULES = (
+    # "managing a team of six"
+    regex.compile(
+        rf"\b(?P<noun>team|staff|class|band|crew|household)\s+of\s+(?:about\s+|around\s+)?"
+        rf"(?P<n>{_NUM})\b",
+        _I,
+    ),
     # "a four-piece now": the members of a band
     regex.compile(rf"\b(?P<n>{_NUM})-piece\s+(?:band\s+)?(?P<noun>now)\b", _I),
     regex.compile(
@@ -464,8 +470,9 @@ _COUNT_RULES = (
         _I,
     ),
     regex.compile(
-        rf"\b(?P<noun>team|company|startup|department|group|class)\s+(?:is|has|"
-        rf"grew\s+to|went\s+(?:up|down)\s+to)\s+(?:about\s+|around\s+)?(?P<n>{_NUM})\b",
+        rf"\b(?P<noun>team|company|startup|department|group|class)(?:\s+(?:is|has|"
+        rf"grew\s+to|went\s+(?:up|down)\s+to|(?:is|are)\s+(?:now\s+)?(?:down|up)\s+to)|"
+        rf"{_APOS}s\s+(?:now\s+)?(?:down|up)\s+to)\s+(?:about\s+|around\s+)?(?P<n>{_NUM})\b",
         _I,
     ),
     regex.compile(rf"\b(?P<n>{_NUM})\s+of\s+(?P<noun>us)\b", _I),
@@ -542,6 +549,7 @@ _COUNT_KIND = {
 _ENDING = regex.compile(
     r"\b(?:left|leaving\s+(?!for\b)|quit|quitting|dropped(?:\s+out\s+of)?|ditched|scrapped|"
     r"turned\s+down|accepted\s+an\s+offer\s+(?:on|for)|f[ae]ll(?:ing)?\s+out\s+with|"
+    rf"(?<=\b(?:finally|mostly|fully|just|now|i{_APOS}m|i\s+am)\s+)over(?=\s+(?:the|my)\s)|"
     r"changed(?=\s+(?:my|our)\s+(?!minds?\b))|cut\s+out|(?:came|come|coming|got|getting|weaned)\s+"
     r"off|gave\s+away|donated|rehomed|recovered\s+from|got\s+over|"
     r"cancell?ed|called\s+off|sold|selling|traded\s+in|closed|shelved|gave\s+up(?:\s+on)?|"
@@ -577,7 +585,7 @@ _ENDED_SUBJECT = regex.compile(
 # Cues that the work of a plan was done or called off, wherever they stand in the clause.
 _DONE = regex.compile(
     r"\b(?:finished|completed|done|submitted|shipped|sent|delivered|handed\s+in|turned\s+in|"
-    r"booked(?!\s+(?:\w+\s+)?for)|ordered|installed|repaired|set\s+up|picked\s+up|returned|bought|"
+    r"went\s+in|booked(?!\s+(?:\w+\s+)?for)|ordered|installed|repaired|set\s+up|picked\s+up|returned|bought|"
     r"filed|published|launched|released|wrapped\s+up|went\s+live|is\s+live|migrated|renewed|"
     rf"paid(?:\s+off)?|cancell?ed|called\s+off|scrapped|is\s+off|{_APOS}s\s+off|"
     rf"didn{_APOS}?t\s+end\s+up|not\s+happening|defended|passed|signed|got\s+back|arrived|"
@@ -606,7 +614,9 @@ _DONE_WORDS = frozenset(
 _STRONG_CHANGE = regex.compile(
     r"\b(?:change\s+of\s+plans?|scratch\s+that|after\s+all|flipped\s+it|changed\s+(?:\S+\s+){0,3}?"
     r"minds?|backed\s+out|instead|swapped|decided\s+against|on\s+second\s+thoughts?|"
-    r"reconsidered|rethought|not\s+going\s+ahead|in\s+the\s+end(?!\s+of))\b",
+    r"reconsidered|rethought|not\s+going\s+ahead|in\s+the\s+end(?!\s+of)|postponed|"
+    r"rescheduled|delayed|brought\s+forward|pushed\s+(?:the|our|my|it)\b(?:\s+\S+){0,3}?\s+"
+    r"(?:back|to))\b",
     _I,
 )
 _CHOICE = regex.compile(
