@@ -64,6 +64,16 @@ from engram_md.text.claims import ClaimBook, carried_out, claims, salient, updat
         ("I live in Nantes", "we moved house last week", "residence"),
         ("I'm a junior analyst", "got promoted at last!", "role"),
         ("I'm renting", "we own our place now, signed the mortgage", "home"),
+        # put right, ended, moved out
+        ("my passport is expired", "passport renewed, valid till 2035", "put right"),
+        ("I'm on crutches after the op", "off the crutches and walking!", "crutch"),
+        ("I'm living at my parents' place", "moved into a flatshare in Bristol", "Bristol"),
+        ("I'm a project coordinator", "got bumped up to project manager", "role"),
+        ("I work at the Guardian", "I've joined the BBC as a producer", "BBC"),
+        ("I'm seeing a guy called Ravi", "Ravi and I called it quits", "single"),
+        ("I use a Windows laptop", "switched to a MacBook, not going back", "computer system"),
+        ("I'm managing a team of six", "team's down to four after the reorg", "4"),
+        ("we're set on a June wedding", "we pushed the wedding to September", "plan"),
         # decisions
         (
             "we're going with the blue paint",
@@ -121,6 +131,9 @@ def test_a_plan_done_is_carried_out(old: str, new: str) -> None:
         ("I'm at Spotify", "a friend got a new job at Klarna"),
         ("I live in Nantes", "we moved the sofa into the spare room"),
         ("my car is a Clio", "our second car is a Fiat now"),
+        ("I use a Windows laptop", "cleaned the windows today, sparkling"),
+        ("my passport is expired", "my friend's passport got renewed in a week"),
+        ("we're set on a June wedding", "the wedding DJ pushed me to dance lol"),
         # the doing shared, not the work
         ("I have to finish painting the fence", "finished painting my miniatures"),
         ("I need to finish the report", "started the report today, slow going"),

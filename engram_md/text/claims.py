@@ -97,7 +97,7 @@ _GENERIC = frozenset(
     it's that's there's don't doesn't can't won't isn't wasn't didn't haven't havent he's
     she's they're you're let's im ive dont cant before after during until while within
     favourite favorite fave fav main usual go-to daily regular current primary preferred
-    hey hi hello thanks thank congrats wow assistant
+    hey hi hello thanks thank congrats wow assistant must gotta gonna todo to-do meant supposed
     """.split()
 )
 _NUMBER = {
@@ -357,7 +357,8 @@ _TEMPORARY = regex.compile(
 _PLACE = r"(?P<v>(?-i:[A-Z][\p{L}\-]+)(?:\s+(?-i:[A-Z][\p{L}\-]+))?)(?![\p{L}'’])"
 _RESIDENCE_RULES = (
     regex.compile(
-        rf"\b(?:live[sd]?|living|moved(?:\s+back)?|move|relocated|relocating|shifted|based(?:\s+out)?|"
+        rf"\b(?:live[sd]?|living|moved(?:\s+back)?|move|relocated|relocating|emigrated|shifted|"
+        rf"based(?:\s+out)?|"
         rf"settled(?:\s+down)?|(?:flat|apartment|house|place|home|condo|room|\d-bed|bedroom|"
         rf"studio|bungalow|cottage|terrace|semi)|home\s+is|"
         rf"staying|crashing|raised|up|down|out|over)\s+(?:[\w'’\-]+\s+){{0,3}}"
@@ -379,12 +380,18 @@ _RESIDENCE_RULES = (
         _I,
     ),
     regex.compile(rf"\bin\s+{_PLACE}\s+now\b", _I),
+    # "living at my parents' place", "staying with my sister"
+    regex.compile(
+        r"\b(?:live|lives|living|staying|crashing)\s+(?:at|with)\s+(?P<v>(?:my|our)\s+"
+        r"[^,.;:!?()]{1,30}?)(?=\s*(?:$|[,.;:!?()]|\s(?:for|since|until|till|now|and|but|so)\b))",
+        _I,
+    ),
 )
 _EMPLOYER_RULES = (
     _slot_rule(
         r"works?\s+(?:at|for)|working\s+(?:at|for)|employer\s+is|employed\s+(?:at|by)|"
         rf"(?:i{_APOS}m|i\s+am|is)\s+(?:now\s+)?at|(?:been|be)\s+at|"
-        r"joined(?=\s+(?-i:[A-Z])|\s+(?:a|an)\s+(?:[\w-]+\s+){0,2}"
+        r"joined(?=\s+(?:the\s+)?(?-i:[A-Z])|\s+(?:a|an)\s+(?:[\w-]+\s+){0,2}"
         r"(?:company|firm|startup|consultancy|agency|bank|school|hospital|clinic|lab|studio|"
         r"practice|fintech|nonprofit|charity)\b)|"
         r"start(?:s|ed)?\s+at|"
@@ -413,7 +420,7 @@ _ROLE_WORDS = (
 _ROLE_RULES = (
     regex.compile(
         rf"(?:^|\b(?:i{_APOS}m|i\s+am|[A-Z]\w+\s+is|works?\s+as|working\s+as|promoted\s+to|"
-        rf"made(?:\s+(?:me|him|her|(?-i:[A-Z])\w+))?|became|role\s+is|title\s+is|(?:new\s+)?(?:role|"
+        rf"made(?:\s+(?:me|him|her|(?-i:[A-Z])\w+))?|became|(?:bumped|moved|stepped)\s+up\s+(?:to|as)|role\s+is|title\s+is|(?:new\s+)?(?:role|"
         rf"job|position)\s+as|back\s+to\s+being|now|currently|as|into|(?:title|role|position)\s+"
         rf"(?:changed\s+to|is\s+now)))\s+(?:now\s+)?(?:(?:a|an|the)\s+)?"
         rf"(?P<v>(?:[\p{{L}}\-'’]+\s+){{0,3}}?{_ROLE_WORDS}s?)\b",
@@ -429,13 +436,15 @@ _PARTNERS = r"boyfriend|girlfriend|wife|husband|fianc[ée]e?"
 _RELATIONSHIP = (
     (
         "single",
-        r"single|on\s+my\s+own|broke\s+up|split\s+up|separated|separating|divorced|divorcing",
+        r"single|on\s+my\s+own|broke\s+up|split\s+up|separated|separating|divorced|divorcing|"
+        r"called\s+it\s+quits|parted\s+ways|went\s+our\s+separate\s+ways|ended\s+things|"
+        r"(?:no\s+longer|not)\s+together",
     ),
     ("widowed", r"widowed|widow|widower"),
     (
         "dating",
         r"dating|seeing\s+(?:someone|a\s+\w+)|boyfriend|girlfriend|together\s+\d+|"
-        r"been\s+together|(?:live|living)\s+together|moved\s+in\s+together",
+        r"been\s+together|(?:live|living)\s+together|moved\s+in\s+together|in\s+a\s+relationship",
     ),
     ("engaged", r"engaged|fianc[ée]e?|proposed"),
     (
@@ -495,7 +504,7 @@ FEWER = -2  # "we lost our old dog": one fewer than before
 _LOST_ONE = regex.compile(
     r"\bone\s+of\s+(?:our|my|the)\s+(?:\p{L}+\s+)?(?P<noun>\p{L}+?)s\s+(?:has\s+|have\s+)?"
     r"(?:passed\s+away|died|ran\s+away|got\s+stolen)\b|"
-    r"\b(?:lost|killed|put\s+down|buried|rehomed|gave\s+away|sold)\s+(?:one\s+of\s+(?:our|my|the)\s+"
+    r"\b(?:lost|killed|took|put\s+down|buried|rehomed|gave\s+away|sold)\s+(?:one\s+of\s+(?:our|my|the)\s+"
     r"(?:\p{L}+\s+)?(?P<noun>\p{L}+?)s\b|(?:our|my|the)\s+(?:old\s+|oldest\s+|youngest\s+)?"
     r"(?P<noun>cat|dog|pet|car|bike|chicken|hen|horse)\b)",
     _I,
@@ -549,7 +558,8 @@ _COUNT_KIND = {
 _ENDING = regex.compile(
     r"\b(?:left|leaving\s+(?!for\b)|quit|quitting|dropped(?:\s+out\s+of)?|ditched|scrapped|"
     r"turned\s+down|accepted\s+an\s+offer\s+(?:on|for)|f[ae]ll(?:ing)?\s+out\s+with|"
-    rf"(?<=\b(?:finally|mostly|fully|just|now|i{_APOS}m|i\s+am)\s+)over(?=\s+(?:the|my)\s)|"
+    rf"(?:(?<=\b(?:finally|mostly|fully|just|now|i{_APOS}m|i\s+am)\s+)|^)(?:over|off)(?=\s+(?:the|my)\s)|"
+    r"paid\s+off|"
     r"changed(?=\s+(?:my|our)\s+(?!minds?\b))|cut\s+out|(?:came|come|coming|got|getting|weaned)\s+"
     r"off|gave\s+away|donated|rehomed|recovered\s+from|got\s+over|"
     r"cancell?ed|called\s+off|sold|selling|traded\s+in|closed|shelved|gave\s+up(?:\s+on)?|"
@@ -998,6 +1008,17 @@ _FOUND = regex.compile(
     r"(?:[\p{L}\-]+\s+)?(?P<v>[\p{L}\-]+)",
     _I,
 )
+# Something wrong, and then put right: "my passport is expired" → "passport renewed".
+_PROBLEM = regex.compile(
+    r"\b(?:expired|broken|cracked|stolen|missing|pending|overdue|leaking|leaky|sprained|"
+    r"injured|infected|stuck|faulty)\b",
+    _I,
+)
+_RESOLVED = regex.compile(
+    r"\b(?:renewed|fixed|repaired|replaced|approved|sorted|healed|recovered|resolved|"
+    r"came\s+through|granted|working\s+again|back\s+up\s+and\s+running)\b",
+    _I,
+)
 # Out of work: every job and employer said before ends.
 _JOBLESS = regex.compile(
     rf"\b(?:i{_APOS}m|i\s+am|i|we|(?-i:[A-Z])\w+\s+is|(?-i:[A-Z])\w+)\s+(?:\w+\s+)?(?:retired|"
@@ -1066,6 +1087,14 @@ def _change_claims(clause: str, who: str, holder: str, whole: str) -> Iterator[C
     for m in _FOUND.finditer(clause):
         if not _negated(clause, m.start()):
             yield Claim(who, "found", _nouns(m.group("v")))
+    if _PROBLEM.search(clause) and not _RESOLVED.search(clause):
+        cue = salient(" ".join(m.group(0) for m in _PROBLEM.finditer(clause)))
+        yield Claim(who, "problem", salient(clause, ignore) - cue)
+    resolved = _RESOLVED.search(clause)
+    if resolved and not _negated(clause, resolved.start()):
+        cue = salient(" ".join(m.group(0) for m in _RESOLVED.finditer(clause)))
+        sentence = " ".join(_sentences_with(whole, clause))
+        yield Claim(who, "resolved", salient(_VOCATIVE.sub("", sentence), ignore) - cue)
     if _JOBLESS.search(clause):
         yield Claim(who, "jobless", frozenset({"job"}))
     if _EMPLOYED.search(clause) and not _negated(clause, _EMPLOYED.search(clause).start()):
@@ -1138,7 +1167,7 @@ _KINDS = {
     "afternoon afternoons=afternoon",
     "seat": "window aisle",
     "phone system": "android iphone ios=iphone",
-    "computer system": "mac macos=mac linux chromebook",
+    "computer system": "mac macos=mac macbook=mac imac=mac linux chromebook windows-os=windows",
     "milk": "oat soy almond dairy",
     "home": "rent renting=rent rental=rent tenant=rent landlord=rent own=own owner=own "
     "homeowner=own homeowners=own mortgage=own",
@@ -1153,6 +1182,7 @@ _KIND_OF = {
 def _alternatives(text: str) -> dict[str, frozenset[str]]:
     """The words of ``text`` that are values of a kind (:data:`_KINDS`), by kind."""
     found: dict[str, set[str]] = {}
+    text = regex.sub(r"\bWindows\b", "windows-os", text)  # the system, not the panes
     for word in _WORD.findall(text.casefold()):
         if word in _KIND_OF:
             kind, value = _KIND_OF[word]
@@ -1321,6 +1351,8 @@ def _replaces(o: Claim, n: Claim) -> str | None:
         return f"now dislikes {_show(n)}"
     if o.slot == "dislike" and n.slot == "like" and o.value & n.value:
         return f"now likes {_show(n)}"
+    if o.slot == "problem" and n.slot == "resolved" and o.value & n.value:
+        return f"put right: {' '.join(sorted(o.value & n.value))}"
     if o.slot == "seeking" and n.slot == "found" and o.value & n.value:
         return f"found: {_show(o)}"
     if o.slot == "plan" and n.slot == "did" and o.core & n.core:
