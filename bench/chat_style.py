@@ -1,7 +1,7 @@
 """The dev conversations rewritten the way people type in a messenger, to probe recall on
 chat-style text: the same facts and questions, in short messages with typos and slang.
 
-    python -m bench.chat_style [--seed N]
+    python -m bench.chat_style [--seed N] [--clauses] [--keep DIR [--reuse]]
 
 LoCoMo's turns are tidy paragraphs. Real two-person chats are not: one thought per message,
 lowercase, no final full stop, "u"/"gonna"/"cuz", a typo every few lines, photos with a
@@ -13,7 +13,10 @@ caption. This rewrites each dev conversation deterministically (a seed):
 * common words become their chat spelling (:data:`SLANG`),
 * about one word in 25 of four letters or more gets a typo (two letters swapped or one
   dropped),
-* an image a speaker shared stays as its caption.
+* an image a speaker shared stays as its caption;
+* with ``--clauses``, each sentence is cut further at its clauses (commas, dashes, "and",
+  "but", "so", "because"), one message per thought: the short turns of real chats, where
+  recall lost most to the hybrid baseline (docs/ARCHITECTURE.md "Recall").
 
 Questions are left as written. Then engram-md (ingested offline through the CLI, like
 ``bench.recall_bench``) and the three baselines answer them, at 500 and 1000 tokens. A probe
@@ -88,8 +91,34 @@ def chat_message(text: str, rng: random.Random) -> str:
     return text.strip()
 
 
-def chat_style(data: list[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]:
-    """The conversations of ``data`` rewritten as chat messages (see the module's docstring)."""
+# Where a sentence breaks into clauses, for the ``fragments`` rewrite.
+_CLAUSE = re.compile(r",\s+|\s+-\s+|;\s+|\s+(?=(?:and|but|so|cuz|because)\s)")
+
+
+def fragments(sentence: str) -> list[str]:
+    """A sentence cut at its clauses ("went to rome last week", "cleared my mind"), the way
+    some people send one message per thought; a piece of one or two words stays with the
+    one before it (or, first, with the next)."""
+    pieces: list[str] = []
+    for piece in _CLAUSE.split(sentence):
+        piece = piece.strip()
+        if not piece:
+            continue
+        if pieces and len(piece.split()) <= 2:
+            pieces[-1] = f"{pieces[-1]} {piece}"
+        elif pieces and len(pieces[-1].split()) <= 2:
+            pieces[-1] = f"{pieces[-1]} {piece}"
+        else:
+            pieces.append(piece)
+    return pieces or [sentence]
+
+
+def chat_style(
+    data: list[dict[str, Any]], seed: int = 0, *, split_clauses: bool = False
+) -> list[dict[str, Any]]:
+    """The conversations of ``data`` rewritten as chat messages (see the module's docstring);
+    with ``split_clauses``, one message per clause (:func:`fragments`) instead of per
+    sentence: shorter messages, as in chats where every thought is sent on its own."""
     rng = random.Random(seed)
     out: list[dict[str, Any]] = []
     for conv in data:
@@ -101,7 +130,10 @@ def chat_style(data: list[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]
             for turn in turns:
                 caption = turn.get("blip_caption")
                 text = _CAPTION.sub("", turn.get("text", ""))
-                pieces = [chat_message(s, rng) for s in split_sentences(text)] or [""]
+                sentences = split_sentences(text)
+                if split_clauses:
+                    sentences = [f for s in sentences for f in fragments(s)]
+                pieces = [chat_message(s, rng) for s in sentences] or [""]
                 for n, piece in enumerate(pieces, start=1):
                     message = {"speaker": turn["speaker"], "dia_id": f"{turn['dia_id']}.{n}"}
                     message["text"] = piece
@@ -126,14 +158,18 @@ def _as_turns(retrieve: QuestionRetriever) -> QuestionRetriever:
     return mapped
 
 
-def run(seed: int = 0) -> dict[str, Any]:
+def run(
+    seed: int = 0, *, split_clauses: bool = False, keep: Path | None = None, reuse: bool = False
+) -> dict[str, Any]:
     if not locomo.available():
         return {"skipped": f"{locomo.DATA} not found"}
-    data = chat_style(locomo.load(), seed)
+    data = chat_style(locomo.load(), seed, split_clauses=split_clauses)
     questions = locomo.questions(data)
     baselines = build_baselines(locomo.turns(data))
     with tempfile.TemporaryDirectory(prefix="engram-chat-") as tmp:
-        folders = open_folders(data, Path(tmp))
+        # With ``keep``, the rewritten conversations are ingested there (or, with ``reuse``,
+        # the folders an earlier run of the same seed left there are asked again).
+        folders = open_folders(data, keep or Path(tmp), reuse=reuse)
 
         def engram(budget: int) -> QuestionRetriever:
             def retrieve(q: locomo.Question) -> list[Unit]:
@@ -141,7 +177,7 @@ def run(seed: int = 0) -> dict[str, Any]:
 
             return retrieve
 
-        results: dict[str, Any] = {"seed": seed, "budgets": {}}
+        results: dict[str, Any] = {"seed": seed, "clauses": split_clauses, "budgets": {}}
         for budget in BUDGETS:
             contenders: Mapping[str, QuestionRetriever] = {
                 "engram-md": _as_turns(engram(budget)),
@@ -158,7 +194,9 @@ def run(seed: int = 0) -> dict[str, Any]:
 def format_result(result: Mapping[str, Any]) -> str:
     if "skipped" in result:
         return str(result["skipped"])
-    parts = [f"Chat-style rewrite of the dev conversations (seed {result['seed']})"]
+    unit = "clause" if result.get("clauses") else "sentence"
+    parts = [f"Chat-style rewrite of the dev conversations, one message per {unit} "
+             f"(seed {result['seed']})"]  # fmt: skip
     for budget, by_conversation in result["budgets"].items():
         for conv, table in by_conversation.items():
             parts.append(f"\n{conv}, {budget} tokens")
@@ -170,8 +208,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--clauses", action="store_true", help="one message per clause")
+    parser.add_argument("--keep", type=Path, help="ingest under KEEP/<conversation>; keep it")
+    parser.add_argument("--reuse", action="store_true", help="measure folders left under KEEP")
     args = parser.parse_args(argv)
-    result = run(args.seed)
+    if args.reuse and args.keep is None:
+        parser.error("--reuse needs --keep")
+    result = run(args.seed, split_clauses=args.clauses, keep=args.keep, reuse=args.reuse)
     print(json.dumps(result, indent=2) if args.json else format_result(result))
     return 0
 

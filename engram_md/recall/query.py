@@ -1,7 +1,9 @@
-"""What recall reads from a query: the names it mentions and the dates it names.
+"""What recall reads from a query: the names it mentions, the dates it names, and whether it
+asks about time.
 
 Names lift memories that carry them (as speaker, entity or word) and tell recall when a query
-is about something the folder never mentions; dates lift memories from the range named.
+is about something the folder never mentions; dates lift memories from the range named; a
+question about time ("when…", "how long…") also wants what was said before it changed.
 """
 
 from __future__ import annotations
@@ -30,6 +32,14 @@ _MONTH_YEAR = regex.compile(
     regex.IGNORECASE,
 )
 _YEAR = regex.compile(r"\b(19\d\d|20\d\d)\b")
+# Interrogatives that ask for a time or a duration: "when" opening the question (inside one,
+# "what did she say when…", it is a conjunction), the others anywhere. Plain English question
+# words, nothing taken from a benchmark's questions.
+_ASKS_TIME = regex.compile(
+    r"^\W*(?:and\s+|so\s+)?when\b|\b(?:since when|how long|how many (?:years|months|weeks|"
+    r"days)|what (?:year|month|day|date|time)|which (?:year|month|day))\b",
+    regex.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -37,6 +47,7 @@ class QueryFeatures:
     names: tuple[str, ...]  # lowercased proper names in the query
     spellings: tuple[str, ...]  # the same names as the query writes them (capitalized)
     ranges: tuple[tuple[date, date], ...]  # date ranges the query names
+    asks_time: bool = False  # a question about when or how long
 
 
 # Pure and asked by several stages of one recall (and again for a repeated question).
@@ -64,7 +75,10 @@ def query_features(query: str) -> QueryFeatures:
             year = int(match.group(1))
             ranges.append((date(year, 1, 1), date(year, 12, 31)))
     return QueryFeatures(
-        tuple(dict.fromkeys(names)), tuple(dict.fromkeys(spellings)), tuple(ranges)
+        tuple(dict.fromkeys(names)),
+        tuple(dict.fromkeys(spellings)),
+        tuple(ranges),
+        asks_time=bool(_ASKS_TIME.search(query)),
     )
 
 

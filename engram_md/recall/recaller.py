@@ -188,7 +188,14 @@ class Recaller:
         if said_pool:
             # The fact ranking before the graph votes: the graph's reach, measured, lowered
             # the sentences' recall (docs/ARCHITECTURE.md "Recall").
-            sinks = self.weights.fusion.outdated_factor != 1.0 and not inactive_ok
+            # A question about time ("when…", "how long…") asks for history, and what was
+            # said before it changed is part of it: "when did Lee live in Berlin?" is
+            # answered by the sentence the move to Munich superseded.
+            sinks = (
+                self.weights.fusion.outdated_factor != 1.0
+                and not inactive_ok
+                and not query_features(query).asks_time
+            )
             outdated = self._outdated_turns() if sinks else {}
             scored, paths = self._fused(
                 query, qvec, scored, said_pool, lexical_ids, dense_ids, outdated
