@@ -148,13 +148,24 @@ def plan_run(
     # Counters an older version wrote into frontmatter count as state/ from the start.
     standings = adopt_former(usage.standings, facts)
 
+    # Each step sees the facts in folder order. The files' relative paths are worked out once
+    # per run: layout.relative resolves every link of a path (an lstat per folder), and five
+    # steps asking it for 10k files spent 12 s of a 77 s run on it.
+    order: dict[Path, tuple[bool, str]] = {}
+
+    def in_folder_order(item: tuple[Path, Fact]) -> tuple[bool, str]:
+        key = order.get(item[0])
+        if key is None:
+            key = order[item[0]] = folder_order(layout.relative(item[0]))
+        return key
+
     def context(view: View) -> Context:
         return Context(
             cfg=cfg,
             layout=layout,
             now=now,
             epoch=state.epoch + 1,
-            facts=sorted(view.items(), key=lambda item: folder_order(layout.relative(item[0]))),
+            facts=sorted(view.items(), key=in_folder_order),
             access_counts=usage.recent,
             standings=standings,
         )
