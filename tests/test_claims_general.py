@@ -74,6 +74,10 @@ from engram_md.text.claims import ClaimBook, carried_out, claims, salient, updat
         ("I use a Windows laptop", "switched to a MacBook, not going back", "computer system"),
         ("I'm managing a team of six", "team's down to four after the reorg", "4"),
         ("we're set on a June wedding", "we pushed the wedding to September", "plan"),
+        ("we have one kid", "our second was born last week!!", "2"),
+        ("I'm off work with stress", "back at work part-time from this week", "leav"),
+        ("my daughter plays the violin", "my daughter gave up violin, drums now", "no longer"),
+        ("I'm in Berlin for now", "I'm back in Madrid, Berlin didn't work out", "Madrid"),
         # decisions
         (
             "we're going with the blue paint",
@@ -134,6 +138,8 @@ def test_a_plan_done_is_carried_out(old: str, new: str) -> None:
         ("I use a Windows laptop", "cleaned the windows today, sparkling"),
         ("my passport is expired", "my friend's passport got renewed in a week"),
         ("we're set on a June wedding", "the wedding DJ pushed me to dance lol"),
+        ("I have to finish the kitchen tiling", "bought more tiles for the kitchen today"),
+        ("my daughter plays the violin", "my daughter's violin recital is on Friday"),
         # the doing shared, not the work
         ("I have to finish painting the fence", "finished painting my miniatures"),
         ("I need to finish the report", "started the report today, slow going"),

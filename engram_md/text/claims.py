@@ -376,7 +376,7 @@ _RESIDENCE_RULES = (
     regex.compile(
         rf"\b(?:i{_APOS}m|i\s+am|we{_APOS}re|we\s+are|[A-Z]\w+\s+is|\w+{_APOS}s\s+family\s+is|"
         rf"(?:i|we|[A-Z]\w+){_APOS}ve\s+been|(?:i|we)\s+have\s+been|[A-Z]\w+\s+has\s+been)"
-        rf"\s+(?:now\s+|still\s+|currently\s+)?(?:in|based\s+in)\s+{_PLACE}(?!\s+for\b)",
+        rf"\s+(?:now\s+|still\s+|currently\s+|back\s+)?(?:in|based\s+in)\s+{_PLACE}",
         _I,
     ),
     regex.compile(rf"\bin\s+{_PLACE}\s+now\b", _I),
@@ -485,6 +485,12 @@ _COUNT_RULES = (
         _I,
     ),
     regex.compile(rf"\b(?P<n>{_NUM})\s+of\s+(?P<noun>us)\b", _I),
+    # "our second was born": the count of children it makes
+    regex.compile(
+        r"\b(?:our|my)\s+(?P<n>second|third|fourth|fifth)\s+(?:(?P<noun>baby|child|kid)\s+)?"
+        r"(?:was\s+born|arrived|is\s+here)\b",
+        _I,
+    ),
     # "a third cat": the count it makes
     regex.compile(
         r"\b(?:a|our|my)\s+(?P<n>second|third|fourth|fifth|sixth)\s+(?:[\w\-]+\s+)?"
@@ -595,7 +601,7 @@ _ENDED_SUBJECT = regex.compile(
 # Cues that the work of a plan was done or called off, wherever they stand in the clause.
 _DONE = regex.compile(
     r"\b(?:finished|completed|done|submitted|shipped|sent|delivered|handed\s+in|turned\s+in|"
-    r"went\s+in|booked(?!\s+(?:\w+\s+)?for)|ordered|installed|repaired|set\s+up|picked\s+up|returned|bought|"
+    r"went\s+in|booked(?!\s+(?:\w+\s+)?for)|ordered|installed|repaired|set\s+up|picked\s+up|returned|"
     r"filed|published|launched|released|wrapped\s+up|went\s+live|is\s+live|migrated|renewed|"
     rf"paid(?:\s+off)?|cancell?ed|called\s+off|scrapped|is\s+off|{_APOS}s\s+off|"
     rf"didn{_APOS}?t\s+end\s+up|not\s+happening|defended|passed|signed|got\s+back|arrived|"
@@ -735,6 +741,10 @@ def _theirs(clause: str, holder: str, *, changed: bool = False) -> Iterator[Clai
     who.update(_stem(n) for n in _NAME.findall(subject) if n.casefold() != holder)
     value = salient(clause, holder.split()) | _numbers(clause)
     yield Claim(holder, "theirs", value, core=frozenset(who), said=clause)
+    for m in _ENDING.finditer(clause):  # "my daughter gave up violin"
+        ended = salient(m.group("v"), holder.split())
+        if ended and not _negated(clause, m.start()):
+            yield Claim(holder, "their end", ended, core=frozenset(who), said=clause)
     if changed and (_SHIFT.search(clause) or _THEIR_MOVE.search(clause)):
         # "my son started at Hillcrest": what was said of him before is no longer so
         yield Claim(holder, "their change", value, core=frozenset(who), said=clause)
@@ -794,6 +804,8 @@ def claims(text: str, holder: str = "") -> tuple[Claim, ...]:
             continue
         out.extend(_state_claims(clause, who, holder))
         out.extend(_change_claims(clause, who, holder, text))
+        if _ON_LEAVE.search(clause):  # "off work with stress" ends when "back at work"
+            out.append(Claim(who, "has", frozenset({_stem("leave")}), said=clause))
         if _HAS.search(clause) or not _EVENT.search(clause):
             out.append(Claim(who, "has", salient(clause, holder.split()), said=clause))
     if not any(c.slot == "residence" for c in out):
@@ -917,7 +929,7 @@ def _counts(clause: str, who: str) -> Iterator[Claim]:
     found: dict[str, int] = {}
     for rule in _COUNT_RULES:
         for m in rule.finditer(clause):
-            kind = _COUNT_KIND.get(m.group("noun").casefold())
+            kind = _COUNT_KIND.get((m.group("noun") or "kid").casefold())
             n = _number(m.group("n"))
             if kind is not None and n is not None:
                 found.setdefault(kind, n)
@@ -1060,6 +1072,9 @@ _BORN = regex.compile(
     r"(?:here|arrived)\b|\b(?:baby|son|daughter|twins|boy|girl)\s+(?:[\w\-]+\s+){0,2}"
     r"(?:arrived|was\s+born|were\s+born)\b",
     _I,
+)
+_ON_LEAVE = regex.compile(
+    r"\b(?:off\s+(?:work|sick)|signed\s+off|on\s+(?:\w+\s+)?leave|on\s+sick\s+leave)\b", _I
 )
 # Back from a leave: "back at work as of Monday", "back in the office after paternity leave".
 _BACK_FROM_LEAVE = regex.compile(
@@ -1359,6 +1374,8 @@ def _replaces(o: Claim, n: Claim) -> str | None:
         things = salient(_DOING.sub("", o.said)) - o.core if o.said else o.value - o.core
         if things & n.value:  # the work's own verb, done to the same thing
             return f"{_DONE_PREFIX}{_show(o)}"
+    if o.slot == "theirs" and n.slot == "their end" and o.core & n.core and o.value & n.value:
+        return f"no longer: {_show(o)}"
     if o.slot == "theirs" and n.slot == "their change" and o.core & n.core and n.value - o.value:
         return f"changed: {_show(o)}"
     if o.slot == "jobless" and n.slot in ("employed", "employer"):
