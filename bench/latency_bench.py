@@ -31,8 +31,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -386,11 +387,15 @@ def write_facts(memory_dir: Path, n: int, *, seed: int = SEED) -> int:
 
 def _ms_stats(samples_s: Sequence[float]) -> dict[str, float]:
     ms = sorted(s * 1000 for s in samples_s)
-    p95 = ms[min(len(ms) - 1, max(0, round(0.95 * (len(ms) - 1))))]
+
+    def nearest_rank(q: float) -> float:
+        return ms[min(len(ms) - 1, max(0, round(q * (len(ms) - 1))))]
+
     return {
         "n": len(ms),
         "p50": round(statistics.median(ms), 2),
-        "p95": round(p95, 2),
+        "p95": round(nearest_rank(0.95), 2),
+        "p99": round(nearest_rank(0.99), 2),
         "mean": round(statistics.fmean(ms), 2),
         "max": round(ms[-1], 2),
     }
@@ -431,15 +436,20 @@ def _check(result: subprocess.CompletedProcess[bytes], what: str) -> None:
         raise RuntimeError(f"{what} exited with {result.returncode}: {tail}")
 
 
-def _peak_rss_mb(pid: int) -> float | None:
+def _status_mb(pid: int, field: str) -> float | None:
+    """A size from ``/proc/<pid>/status`` (``VmRSS``, ``VmHWM``, ``RssAnon``...) in MB."""
     try:
         text = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return None
     for line in text.splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return round(int(line.split()[1]) / 1024, 1)
     return None
+
+
+def _peak_rss_mb(pid: int) -> float | None:
+    return _status_mb(pid, "VmHWM")
 
 
 def _in_process(
@@ -510,11 +520,63 @@ def _through_daemon(
 ) -> dict[str, Any]:
     from engram_md.recall.server import RecallClient
 
+    out: dict[str, Any] = {}
+    with running_daemon(root, memory_dir, state_dir) as (proc, endpoint, ready_s):
+        out["daemon_ready_s"] = round(ready_s, 2)
+        # The daemon records each answer's accesses (state/access.jsonl), as it does in
+        # use; the in-process figures leave that out. One append per query: small.
+        with RecallClient(endpoint, timeout=60.0) as client:
+            for query in warmup:
+                client.recall(query)
+            samples = []
+            cpu0 = _cpu_s(proc.pid)
+            for query in queries:
+                t0 = time.perf_counter()
+                client.recall(query)
+                samples.append(time.perf_counter() - t0)
+            cpu = _cpu_s(proc.pid) - cpu0
+        out["daemon_ms"] = _ms_stats(samples)
+        # The daemon's own CPU per answer (clock-tick resolution, so a mean over all).
+        out["daemon_ms"]["cpu_mean"] = round(cpu * 1000 / len(queries), 2)
+
+        t0 = time.perf_counter()
+        result = subprocess.run(
+            _cli_argv(memory_dir, state_dir, "recall", single),
+            capture_output=True,
+            env=_env(),
+        )
+        out["cli_single_s"] = round(time.perf_counter() - t0, 3)
+        _check(result, "recall")
+        t0 = time.perf_counter()
+        result = subprocess.run(
+            _cli_argv(memory_dir, state_dir, "recall", "-", "--json"),
+            input=("\n".join(batch) + "\n").encode(),
+            capture_output=True,
+            env=_env(),
+        )
+        batch_s = time.perf_counter() - t0
+        _check(result, "recall -")
+        answers = result.stdout.decode().splitlines()
+        if len(answers) != len(batch):
+            raise RuntimeError(f"recall - answered {len(answers)} of {len(batch)} queries")
+        out["cli_batch_ms_per_query"] = round(batch_s * 1000 / len(batch), 2)
+        # A fallback to in-process recall would say so on stderr; the figures would lie.
+        out["cli_used_daemon"] = b"answering in-process" not in result.stderr
+        out["daemon_peak_rss_mb"] = _peak_rss_mb(proc.pid)
+    return out
+
+
+@contextmanager
+def running_daemon(
+    root: Path, memory_dir: Path, state_dir: Path
+) -> Iterator[tuple[subprocess.Popen[bytes], Any, float]]:
+    """``engram-md run`` over the folder (watching an empty folder, no stdin) while the block
+    runs: the process, the endpoint it advertised, and seconds from spawn to that endpoint.
+    Its output goes to ``root/daemon.log``; it gets SIGTERM when the block ends."""
     empty = root / "no-transcripts"
     empty.mkdir(exist_ok=True)
     log = root / "daemon.log"
     endpoint_path = MemoryLayout(memory_dir, state_dir).daemon_endpoint_path
-    out: dict[str, Any] = {}
     with open(log, "wb") as log_file:
         started = time.perf_counter()
         proc = subprocess.Popen(
@@ -526,50 +588,9 @@ def _through_daemon(
         )
         try:
             endpoint = _wait_for_daemon(proc, endpoint_path, log)
-            out["daemon_ready_s"] = round(time.perf_counter() - started, 2)
-            # The daemon records each answer's accesses (state/access.jsonl), as it does in
-            # use; the in-process figures leave that out. One append per query: small.
-            with RecallClient(endpoint, timeout=60.0) as client:
-                for query in warmup:
-                    client.recall(query)
-                samples = []
-                cpu0 = _cpu_s(proc.pid)
-                for query in queries:
-                    t0 = time.perf_counter()
-                    client.recall(query)
-                    samples.append(time.perf_counter() - t0)
-                cpu = _cpu_s(proc.pid) - cpu0
-            out["daemon_ms"] = _ms_stats(samples)
-            # The daemon's own CPU per answer (clock-tick resolution, so a mean over all).
-            out["daemon_ms"]["cpu_mean"] = round(cpu * 1000 / len(queries), 2)
-
-            t0 = time.perf_counter()
-            result = subprocess.run(
-                _cli_argv(memory_dir, state_dir, "recall", single),
-                capture_output=True,
-                env=_env(),
-            )
-            out["cli_single_s"] = round(time.perf_counter() - t0, 3)
-            _check(result, "recall")
-            t0 = time.perf_counter()
-            result = subprocess.run(
-                _cli_argv(memory_dir, state_dir, "recall", "-", "--json"),
-                input=("\n".join(batch) + "\n").encode(),
-                capture_output=True,
-                env=_env(),
-            )
-            batch_s = time.perf_counter() - t0
-            _check(result, "recall -")
-            answers = result.stdout.decode().splitlines()
-            if len(answers) != len(batch):
-                raise RuntimeError(f"recall - answered {len(answers)} of {len(batch)} queries")
-            out["cli_batch_ms_per_query"] = round(batch_s * 1000 / len(batch), 2)
-            # A fallback to in-process recall would say so on stderr; the figures would lie.
-            out["cli_used_daemon"] = b"answering in-process" not in result.stderr
-            out["daemon_peak_rss_mb"] = _peak_rss_mb(proc.pid)
+            yield proc, endpoint, time.perf_counter() - started
         finally:
             _stop(proc)
-    return out
 
 
 def run_size(

@@ -32,6 +32,7 @@ PARTS = (
     "hook",
     "updates",
     "object_store",
+    "scale",
 )
 
 
@@ -119,6 +120,17 @@ def _object_store() -> dict[str, Any]:
     return object_store_bench.run()
 
 
+def _scale() -> dict[str, Any]:
+    from . import scale_bench
+
+    # Builds 1k, 10k and 100k memories (~20 min on 2 cores, most of it the 100k reindex);
+    # the chart goes to docs/scale.svg, the run to bench/results/scale-<date>.json.
+    result = scale_bench.run(repeats=3)
+    out = scale_bench.write(result, None, scale_bench.REPO / "docs" / "scale.svg")
+    print(f"scale curve written to {out} and docs/scale.svg", flush=True)
+    return result
+
+
 RUNNERS = {
     "signals": _signals,
     "secrets": _secrets,
@@ -132,6 +144,7 @@ RUNNERS = {
     "hook": _hook,
     "updates": _updates,
     "object_store": _object_store,
+    "scale": _scale,
 }
 
 
