@@ -193,7 +193,7 @@ _WOULD = regex.compile(rf"\b(?:i|we|you|he|she|they){_APOS}d\s+(?!\w+ed\b|been\b
 # A clause that intends: a plan of its own, never a change of state.
 _INTENT = regex.compile(
     r"\b(?:planning|plans?\s+(?:is|are|to|for|on)|(?:the|my|our)\s+plan\b|going\s+to|gonna|will|(?:need|needs|have|has)\s+"
-    rf"to|gotta|must|set\s+on|learning\s+to|studying\s+for|preparing\s+for|"
+    rf"to|gotta|must|set\s+on|booked\s+(?:\S+\s+){{0,3}}?for|learning\s+to|studying\s+for|preparing\s+for|"
     rf"want(?:s)?\s+to|hop(?:e|es|ing)\s+to|todo|to-do|remind\s+me|promised?|{_APOS}ll|"
     r"supposed\s+to|meant\s+to|due|deadline|decided|decision|settled\s+on|agreed|chose|"
     r"picked|went\s+with|going\s+with|putting\s+off|on\s+my\s+(?:list|plate)|got\s+to|"
@@ -208,6 +208,12 @@ _INTENT = regex.compile(
 _TODO = regex.compile(
     rf"(?:\bto|\bgotta|\bgonna|\bmust|{_APOS}ll|\bwill)\s+(?:\p{{L}}+ly\s+)?(?!be\b)"
     r"(?P<verb>\p{L}{3,})",
+    _I,
+)
+# "Get my tooth fixed": a participle that is the work to do, not work done.
+_CAUSATIVE = regex.compile(
+    r"\b(?:get|getting|have|having)\s+(?:my|our|the|a|an|it|them|his|her)\s+(?:[\w\-]+\s+){0,2}?"
+    r"\p{L}+ed\b",
     _I,
 )
 # "Had an interview yesterday": an intent word, told of as past; a story, not a plan.
@@ -354,16 +360,20 @@ _TEMPORARY = regex.compile(
     r"conference|tonight|today)\b",
     _I,
 )
-_PLACE = r"(?P<v>(?-i:[A-Z][\p{L}\-]+)(?:\s+(?-i:[A-Z][\p{L}\-]+))?)(?![\p{L}'’])"
+_PLACE = (
+    r"(?!(?:January|February|March|April|May|June|July|August|September|October|November|"
+    r"December|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|Christmas|Easter)\b)"
+    r"(?P<v>(?-i:[A-Z][\p{L}\-]+)(?:\s+(?-i:[A-Z][\p{L}\-]+))?)(?![\p{L}'’])"
+)
 _RESIDENCE_RULES = (
     regex.compile(
         rf"\b(?:live[sd]?|living|moved(?:\s+back)?|move|relocated|relocating|emigrated|shifted|"
         rf"based(?:\s+out)?|"
         rf"settled(?:\s+down)?|(?:flat|apartment|house|place|home|condo|room|\d-bed|bedroom|"
-        rf"studio|bungalow|cottage|terrace|semi)|home\s+is|"
-        rf"staying|crashing|raised|up|down|out|over)\s+(?:[\w'’\-]+\s+){{0,3}}"
-        rf"(?:in|to|at|into|outside|near|of)\s+"
-        rf"{_PLACE}",
+        rf"studio|bungalow|cottage|terrace|semi)|home\s+(?:for\s+(?:me|us)\s+)?is|"
+        rf"staying|crashing|raised|up|down|out|over)\s+(?:[\w'’\-]+\s+){{0,3}}?"
+        rf"(?:in|to|at|into|outside|near|of)\s+(?:(?:central|north|south|east|west|downtown|"
+        rf"inner|greater|outer)\s+)?{_PLACE}",
         _I,
     ),
     regex.compile(rf"\bhome\s+is\s+{_PLACE}|{_PLACE}\s+is\s+(?:now\s+)?home\b", _I),
@@ -415,7 +425,7 @@ _ROLE_WORDS = (
     r"guard|soldier|paralegal|auditor|economist|statistician|chemist|biologist|physicist|"
     r"translator|interpreter|copywriter|marketer|strategist|planner|producer|animator|"
     r"illustrator|dietitian|physio|physiotherapist|optician|radiographer|headteacher|dean|"
-    r"ta|ra|tutor|volunteer|leader|member)"
+    r"ta|ra|tutor|volunteer|leader|member|employee)"
 )
 _ROLE_RULES = (
     regex.compile(
@@ -437,6 +447,7 @@ _RELATIONSHIP = (
     (
         "single",
         r"single|on\s+my\s+own|broke\s+up|split\s+up|separated|separating|divorced|divorcing|"
+        r"(?:going\s+through|getting)\s+a\s+divorce|"
         r"called\s+it\s+quits|parted\s+ways|went\s+our\s+separate\s+ways|ended\s+things|"
         r"(?:no\s+longer|not)\s+together",
     ),
@@ -580,7 +591,7 @@ _ENDING = regex.compile(
     r"(?:at|to)|not\s+touching|handed|decommissioned|got\s+out\s+of|sold\s+off|"
     rf"(?:haven{_APOS}?t|have\s+not)\s+touched|(?:do|does)(?:n{_APOS}?t|\s+not)\s+(?:work|live)\s+"
     r"(?:at|in|for)|(?:switched|changed)(?=\s+[\p{L}]+s\b))\s+" + _A + r"(?P<v>"
-    r"[^,.;:!?()]{1,50}?)(?=\s*(?:$|[,.;:!?()]|\s(?:and|but|so|because|since|for|after|"
+    r"[^,.;:!?()]{1,50}?)(?=\s*(?:$|[,.;:!?()]|\s(?:and|but|so|because|since|for|after|into|from|"
     r"last|this|yesterday|today|in|on|at|to|with|again|over|now|anymore)\b))",
     _I,
 )
@@ -593,7 +604,8 @@ _ENDED_SUBJECT = regex.compile(
     r"retired|healed|approved|granted|fixed|sorted|resolved|switched\s+off|shut\s+down|off|"
     r"written\s+off|totall?ed|wrecked|stolen|scrapped)|"
     r"(?:has\s+|have\s+)?(?:finally\s+)?(?:died|got\s+stolen|was\s+stolen|broke\s+down|healed|"
-    r"ended|expired|fell\s+through|finished|wrapped\s+up))"
+    r"ended|expired|fell\s+through|finished|wrapped\s+up|shut\s+down|closed\s+down|went\s+bust|"
+    r"folded|went\s+under))"
     r"(?=\s*(?:$|[,.;:!?(]|\s(?:and|but|so|because|now|today|yesterday|finally|at\s+last|"
     r"this\s+\w+|last\s+\w+|in|at|on|after|during|with)\b|\s*[^\p{L}\p{N}\s]))",
     _I,
@@ -601,7 +613,7 @@ _ENDED_SUBJECT = regex.compile(
 # Cues that the work of a plan was done or called off, wherever they stand in the clause.
 _DONE = regex.compile(
     r"\b(?:finished|completed|done|submitted|shipped|sent|delivered|handed\s+in|turned\s+in|"
-    r"went\s+in|booked(?!\s+(?:\w+\s+)?for)|ordered|installed|repaired|set\s+up|picked\s+up|returned|"
+    r"went\s+in|booked(?!\s+(?:\S+\s+){0,3}?for\b)|ordered|installed|repaired|set\s+up|picked\s+up|returned|"
     r"filed|published|launched|released|wrapped\s+up|went\s+live|is\s+live|migrated|renewed|"
     rf"paid(?:\s+off)?|cancell?ed|called\s+off|scrapped|is\s+off|{_APOS}s\s+off|"
     rf"didn{_APOS}?t\s+end\s+up|not\s+happening|defended|passed|signed|got\s+back|arrived|"
@@ -617,7 +629,7 @@ _DONE = regex.compile(
 # them ("I called the bank") -- not "they helped me".
 _PAST_VERB = regex.compile(
     rf"(?:^|\b(?:i|we|(?-i:[A-Z])\w+)\s+)(?:(?:finally|just|already|actually|also)\s+)?"
-    rf"(?P<verb>\p{{L}}{{3,}}ed|{'|'.join(_LEMMA)})\b(?!\s+(?:to|for|by|\p{{L}}+ed|\p{{L}}+en)\b)",
+    rf"(?P<verb>\p{{L}}{{3,}}ed|{'|'.join(_LEMMA)})\b(?!\s+(?:to|by|\p{{L}}+ed|\p{{L}}+en)\b)",
     _I,
 )
 # Words that say only that something was done, whatever it was.
@@ -648,7 +660,8 @@ _CHANGE = regex.compile(
     _I,
 )
 _LIKE = regex.compile(
-    rf"\b(?:(?:now\s+)?(?:love|loves|like|likes|prefer|prefers|enjoy|enjoys)|into|fan\s+of|"
+    rf"\b(?:(?:now\s+)?(?:love|loves|like|likes|prefer|prefers|enjoy|enjoys)|(?<=(?:{_APOS}m|{_APOS}re|"
+    rf"\bam|\bare|\bis|really|so|totally|very|big|getting|got|been)\s+)into|fan\s+of|"
     rf"(?:i{_APOS}m|i\s+am|[A-Z]\w+\s+is)\s+an?\s+(?P<lv>\w+)\s+(?:drinker|person|fan|lover|"
     rf"convert))\s+(?:the\s+)?(?P<v>[^,.;:!?()]{{1,40}}?)(?=\s*(?:$|[,.;:!?()]|\s(?:now|and|"
     rf"but|so|more|over|than|these)\b))",
@@ -793,7 +806,8 @@ def claims(text: str, holder: str = "") -> tuple[Claim, ...]:
         if who == holder and not _INTENT.search(clause) and not _PAST.search(clause):
             own.append(clause)
             shifted = shifted or _SHIFT.search(clause) is not None
-        if _INTENT.search(clause) and not _DONE.search(clause) and not _TOLD(clause):
+        done_here = _DONE.search(clause) and not _CAUSATIVE.search(clause)
+        if _INTENT.search(clause) and not done_here and not _TOLD(clause):
             todo = frozenset(_stem(m.group("verb")) for m in _TODO.finditer(clause))
             out.append(Claim(who, "plan", salient(clause, holder.split()), core=todo, said=clause))
             out.extend(_relationship(clause, who, holder))  # "my fiancé and I are planning…"
@@ -1009,15 +1023,17 @@ _CONTAINERS = frozenset(
 )
 # A search, and its end: "I'm job hunting" → "got the job!!"
 _SEEKING = regex.compile(
-    r"\b(?:looking|searching|hunting|shopping)\s+(?:around\s+)?for\s+(?:a|an|the|my|our|some)?\s*"
+    r"\b(?:looking|searching|hunting|shopping|waiting|waiting\s+list)\s+(?:around\s+)?(?:for|on)\s+"
+    r"(?:(?:a|an|the|my|our|some)\s+)?"
     r"(?:new\s+)?(?P<v>[\p{L}\-]+(?:\s+[\p{L}\-]+)?)|\b(?P<v>job|house|flat|apartment|home)"
     r"[\s\-]+hunting\b",
     _I,
 )
 _FOUND = regex.compile(
+    r"(?P<v>[\p{L}\-]+)\s+(?:came\s+(?:back|through|in)|(?:have|has)\s+arrived|are\s+in)\b|"
     r"\b(?:found|got(?!\s+(?:\w+ed|\w+en|rid|back|over|off|out|up|into|to)\b)|landed|bought|"
-    r"secured|signed\s+for)\s+(?:a|an|the|my|our)?\s*(?:new\s+)?"
-    r"(?:[\p{L}\-]+\s+)?(?P<v>[\p{L}\-]+)",
+    r"secured|signed\s+for|started)\s+(?:a|an|the|my|our)?\s*(?:new\s+)?"
+    r"(?:[\p{L}\-]+\s+)??(?P<v>[\p{L}\-]+)",
     _I,
 )
 # Something wrong, and then put right: "my passport is expired" → "passport renewed".
