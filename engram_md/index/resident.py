@@ -17,8 +17,10 @@ import regex
 
 from .rows import TEXT_COLUMNS, Hit, IndexRow, rows_from_arrow, vector_matrix
 
-# Row values kept built between queries (a few hundred bytes each plus the content).
-_ROW_CACHE_MAX = 50_000
+# Row values kept built between queries: ~3 KB each with its vector, so ~25 MB. A read of
+# more rows than this (a reconcile asking for every row) is built for the caller and not
+# kept: keeping it held 290 MB of a 100k-memory daemon for good (bench/scale_bench.py).
+_ROW_CACHE_MAX = 8_192
 
 
 # Approximate first pass for vector search: used above this many rows, with this many
@@ -130,15 +132,20 @@ class Resident:
     def rows(self, positions: Sequence[int] | np.ndarray) -> list[IndexRow]:
         wanted = [int(p) for p in positions]
         cache = self.row_cache
-        missing = list(dict.fromkeys(p for p in wanted if p not in cache))
+        # The hits are taken before the cache may be cleared below for the misses.
+        found = {p: cache[p] for p in wanted if p in cache}
+        missing = [p for p in dict.fromkeys(wanted) if p not in found]
         if missing:
-            if len(cache) + len(missing) > _ROW_CACHE_MAX:
-                cache.clear()
             built = rows_from_arrow(
                 self.columns.take(pa.array(missing, pa.int64())), self.vectors[missing]
             )
-            cache.update(zip(missing, built, strict=True))
-        return [cache[p] for p in wanted]
+            fresh = dict(zip(missing, built, strict=True))
+            found.update(fresh)
+            if len(missing) <= _ROW_CACHE_MAX:
+                if len(cache) + len(missing) > _ROW_CACHE_MAX:
+                    cache.clear()
+                cache.update(fresh)
+        return [found[p] for p in wanted]
 
     def shortlisted(self) -> Shortlist:
         if self.shortlist is None:

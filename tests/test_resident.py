@@ -1,0 +1,47 @@
+"""The index in memory: rows read by position, and the cache of built rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engram_md.index import resident
+from engram_md.index.resident import Resident
+from engram_md.index.rows import row_schema, rows_to_arrow
+
+from .rows import index_row
+
+DIM = 8
+
+
+def _resident(n: int) -> Resident:
+    rows = [index_row(f"r{i}", f"statement number {i}") for i in range(n)]
+    vectors = np.eye(n, DIM, dtype=np.float32) + 0.01
+    return Resident(rows_to_arrow(rows, vectors, row_schema(DIM, "test")), DIM, 1)
+
+
+def test_rows_come_back_in_the_order_asked_repeats_included() -> None:
+    table = _resident(20)
+    got = table.rows([5, 2, 5, 19])
+    assert [row.id for row in got] == ["r5", "r2", "r5", "r19"]
+    assert [row.content for row in table.rows([2])] == ["statement number 2"]
+
+
+def test_a_full_cache_still_answers_the_rows_it_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The cache is cleared to make room for misses; rows asked for in the same call that it
+    # held before must still come back (they raised KeyError, a recall's HTTP 500).
+    monkeypatch.setattr(resident, "_ROW_CACHE_MAX", 4)
+    table = _resident(20)
+    table.rows([0, 1, 2])
+    got = table.rows([0, 1, 7, 8])
+    assert [row.id for row in got] == ["r0", "r1", "r7", "r8"]
+    assert len(table.row_cache) <= 4
+
+
+def test_a_read_of_every_row_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What a reconcile asks for: built for the caller, then let go.
+    monkeypatch.setattr(resident, "_ROW_CACHE_MAX", 8)
+    table = _resident(30)
+    table.rows([3])
+    assert [row.id for row in table.rows(range(30))] == [f"r{i}" for i in range(30)]
+    assert set(table.row_cache) == {3}
