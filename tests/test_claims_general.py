@@ -78,6 +78,11 @@ from engram_md.text.claims import ClaimBook, carried_out, claims, salient, updat
         ("I'm off work with stress", "back at work part-time from this week", "leav"),
         ("my daughter plays the violin", "my daughter gave up violin, drums now", "no longer"),
         ("I'm in Berlin for now", "I'm back in Madrid, Berlin didn't work out", "Madrid"),
+        ("I'm a part-time barista", "I'm full-time at the cafe now", "hours"),
+        ("I'm with the council's parks team", "transferred to the council's housing team", ""),
+        ("my wife and I are separated", "we're back together, working on things", "dating"),
+        ("I should cancel the old phone contract", "cancelled the old phone contract", ""),
+        ("I live just outside Dublin", "we're down in Cork now, much quieter", "Cork"),
         # decisions
         (
             "we're going with the blue paint",
@@ -140,6 +145,9 @@ def test_a_plan_done_is_carried_out(old: str, new: str) -> None:
         ("we're set on a June wedding", "the wedding DJ pushed me to dance lol"),
         ("I have to finish the kitchen tiling", "bought more tiles for the kitchen today"),
         ("my daughter plays the violin", "my daughter's violin recital is on Friday"),
+        ("I don't really like sushi", "I don't really like sushi, still"),
+        ("I live near Dublin airport", "flew out of Dublin airport at 6am, brutal"),
+        ("we live in Leeds", "we moved into central Leeds in May"),
         # the doing shared, not the work
         ("I have to finish painting the fence", "finished painting my miniatures"),
         ("I need to finish the report", "started the report today, slow going"),

@@ -181,7 +181,8 @@ _NUMERIC = regex.compile(r"\d+(?:st|nd|rd|th|am|pm|s|k)?|\d+[:.]\d+|\d[\d\-/]*")
 
 # A clause that wonders, asks or imagines claims nothing.
 _WONDER = regex.compile(
-    r"\b(?:if|would|wo?u?ld|might|maybe|perhaps|wonder(?:s|ing)?|whether|could|should|"
+    r"\b(?:if|would|wo?u?ld|might|maybe|perhaps|wonder(?:s|ing)?|whether|could|"
+    r"should\s+(?:i|we|you)\b|"
     r"thinking\s+(?:about|of)|considering|in\s+theory|someday|one\s+day|daydream\w*|"
     r"wish(?:es)?|hypothetically|not\s+sure|probably|suppose|supposing|imagine|what\s+if|in\s+another\s+life)\b|(?<!\?)\?(?![?!])|"
     r"^\W*(?:how|what|why|where|who|which|do|does|did|is|are|can|any|anyone)\b[^.!]*\?",
@@ -193,7 +194,7 @@ _WOULD = regex.compile(rf"\b(?:i|we|you|he|she|they){_APOS}d\s+(?!\w+ed\b|been\b
 # A clause that intends: a plan of its own, never a change of state.
 _INTENT = regex.compile(
     r"\b(?:planning|plans?\s+(?:is|are|to|for|on)|(?:the|my|our)\s+plan\b|going\s+to|gonna|will|(?:need|needs|have|has)\s+"
-    rf"to|gotta|must|set\s+on|booked\s+(?:\S+\s+){{0,3}}?for|learning\s+to|studying\s+for|preparing\s+for|"
+    rf"to|gotta|must|should|set\s+on|(?:said|agreed|decided|promised)\s+(?:we|i){_APOS}d|booked\s+(?:\S+\s+){{0,3}}?for|learning\s+to|studying\s+for|preparing\s+for|"
     rf"want(?:s)?\s+to|hop(?:e|es|ing)\s+to|todo|to-do|remind\s+me|promised?|{_APOS}ll|"
     r"supposed\s+to|meant\s+to|due|deadline|decided|decision|settled\s+on|agreed|chose|"
     r"picked|went\s+with|going\s+with|putting\s+off|on\s+my\s+(?:list|plate)|got\s+to|"
@@ -386,13 +387,14 @@ _RESIDENCE_RULES = (
     regex.compile(
         rf"\b(?:i{_APOS}m|i\s+am|we{_APOS}re|we\s+are|[A-Z]\w+\s+is|\w+{_APOS}s\s+family\s+is|"
         rf"(?:i|we|[A-Z]\w+){_APOS}ve\s+been|(?:i|we)\s+have\s+been|[A-Z]\w+\s+has\s+been)"
-        rf"\s+(?:now\s+|still\s+|currently\s+|back\s+)?(?:in|based\s+in)\s+{_PLACE}",
+        rf"\s+(?:now\s+|still\s+|currently\s+|back\s+|down\s+|up\s+|out\s+|over\s+)?"
+        rf"(?:in|based\s+in)\s+{_PLACE}",
         _I,
     ),
     regex.compile(rf"\bin\s+{_PLACE}\s+now\b", _I),
     # "living at my parents' place", "staying with my sister"
     regex.compile(
-        r"\b(?:live|lives|living|staying|crashing)\s+(?:at|with)\s+(?P<v>(?:my|our)\s+"
+        r"\b(?:live|lives|living|staying|crashing)\s+(?:at|with|in)\s+(?P<v>(?:my|our|a|an)\s+"
         r"[^,.;:!?()]{1,30}?)(?=\s*(?:$|[,.;:!?()]|\s(?:for|since|until|till|now|and|but|so)\b))",
         _I,
     ),
@@ -455,7 +457,8 @@ _RELATIONSHIP = (
     (
         "dating",
         r"dating|seeing\s+(?:someone|a\s+\w+)|boyfriend|girlfriend|together\s+\d+|"
-        r"been\s+together|(?:live|living)\s+together|moved\s+in\s+together|in\s+a\s+relationship",
+        r"been\s+together|(?:live|living)\s+together|moved\s+in\s+together|in\s+a\s+relationship|"
+        r"back\s+together",
     ),
     ("engaged", r"engaged|fianc[ée]e?|proposed"),
     (
@@ -520,7 +523,7 @@ SOME = -1  # "we bought a car": at least one, after none
 FEWER = -2  # "we lost our old dog": one fewer than before
 _LOST_ONE = regex.compile(
     r"\bone\s+of\s+(?:our|my|the)\s+(?:\p{L}+\s+)?(?P<noun>\p{L}+?)s\s+(?:has\s+|have\s+)?"
-    r"(?:passed\s+away|died|ran\s+away|got\s+stolen)\b|"
+    r"(?:passed\s+away|died|ran\s+away|got\s+(?:stolen|nicked|taken))\b|"
     r"\b(?:lost|killed|took|put\s+down|buried|rehomed|gave\s+away|sold)\s+(?:one\s+of\s+(?:our|my|the)\s+"
     r"(?:\p{L}+\s+)?(?P<noun>\p{L}+?)s\b|(?:our|my|the)\s+(?:old\s+|oldest\s+|youngest\s+)?"
     r"(?P<noun>cat|dog|pet|car|bike|chicken|hen|horse)\b)",
@@ -604,7 +607,7 @@ _ENDED_SUBJECT = regex.compile(
     r"retired|healed|approved|granted|fixed|sorted|resolved|switched\s+off|shut\s+down|off|"
     r"written\s+off|totall?ed|wrecked|stolen|scrapped)|"
     r"(?:has\s+|have\s+)?(?:finally\s+)?(?:died|got\s+stolen|was\s+stolen|broke\s+down|healed|"
-    r"ended|expired|fell\s+through|finished|wrapped\s+up|shut\s+down|closed\s+down|went\s+bust|"
+    r"ended|expired|fell\s+through|finished|complete|completed|wrapped\s+up|shut\s+down|closed\s+down|went\s+bust|"
     r"folded|went\s+under))"
     r"(?=\s*(?:$|[,.;:!?(]|\s(?:and|but|so|because|now|today|yesterday|finally|at\s+last|"
     r"this\s+\w+|last\s+\w+|in|at|on|after|during|with)\b|\s*[^\p{L}\p{N}\s]))",
@@ -1165,8 +1168,8 @@ def _change_claims(clause: str, who: str, holder: str, whole: str) -> Iterator[C
         yield Claim(who, "like", salient(m.group("v"), ignore))
     for m in _LIKE.finditer(clause):
         value = salient(m.group("v") + " " + (m.group("lv") or ""), ignore)
-        if value and not _ADDITIVE.search(clause):
-            yield Claim(who, "like", value)
+        if value and not _ADDITIVE.search(clause) and not _negated(clause, m.start()):
+            yield Claim(who, "like", value)  # not "I don't really like sushi"
     for m in _DISLIKE.finditer(clause):
         value = salient(m.group("v"), ignore)
         if value:
@@ -1200,6 +1203,7 @@ _KINDS = {
     "phone system": "android iphone ios=iphone",
     "computer system": "mac macos=mac macbook=mac imac=mac linux chromebook windows-os=windows",
     "milk": "oat soy almond dairy",
+    "hours": "part-time=part full-time=full",
     "home": "rent renting=rent rental=rent tenant=rent landlord=rent own=own owner=own "
     "homeowner=own homeowners=own mortgage=own",
 }
@@ -1464,7 +1468,8 @@ def _of_the_thing(said: str, shared: frozenset[str], holder: str) -> bool:
 
 
 _PART_OF = regex.compile(
-    rf"(?P<it>[\p{{L}}\p{{N}}\-]+){_APOS}s\s+(?P<part>\p{{L}}+)|"
+    rf"(?:^|[,.;:!?]\s*)(?:the\s+|my\s+|our\s+)?(?P<it>[\p{{L}}\p{{N}}\-]+){_APOS}s\s+"
+    r"(?P<part>\p{L}+)|"
     r"(?:^|[,.;:!?]\s*)(?:the\s+|my\s+|our\s+)?(?P<it>[\p{L}\p{N}\-]+)\s+(?:has|have)\s+"
     r"(?:a|an|some|new)\b|"
     # where the thing is for now: "my phone is on 5% now", "the car is in the garage"
