@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from engram_md.index import resident
@@ -45,3 +46,15 @@ def test_a_read_of_every_row_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> Non
     table.rows([3])
     assert [row.id for row in table.rows(range(30))] == [f"r{i}" for i in range(30)]
     assert set(table.row_cache) == {3}
+
+
+def test_vectors_of_a_table_in_several_sliced_chunks_land_in_row_order() -> None:
+    rows = [index_row(f"r{i}", f"statement number {i}") for i in range(12)]
+    vectors = np.arange(12 * DIM, dtype=np.float32).reshape(12, DIM)
+    whole = rows_to_arrow(rows, vectors, row_schema(DIM, "test"))
+    # Chunks that are slices of a larger array, as a read in batches gives them.
+    parts = pa.concat_tables([whole.slice(0, 5), whole.slice(5, 4), whole.slice(9)])
+    assert parts.column("vector").num_chunks == 3
+    table = Resident(parts, DIM, 1)
+    assert np.array_equal(table.vectors[:12], vectors)
+    assert [row.id for row in table.rows([11, 0, 6])] == ["r11", "r0", "r6"]

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import regex
 
-from .rows import TEXT_COLUMNS, Hit, IndexRow, rows_from_arrow, vector_matrix
+from .rows import TEXT_COLUMNS, Hit, IndexRow, copy_vectors, rows_from_arrow
 
 # Row values kept built between queries: ~3 KB each with its vector, so ~25 MB. A read of
 # more rows than this (a reconcile asking for every row) is built for the caller and not
@@ -54,7 +54,7 @@ class Resident:
         n = data.num_rows
         self.columns: pa.Table = data.drop_columns(["vector"]).combine_chunks()
         self.vectors = np.empty((max(64, n + n // 4), dim), dtype=np.float32)
-        self.vectors[:n] = vector_matrix(data, dim)
+        copy_vectors(data, dim, self.vectors)
         self.alive = np.zeros(len(self.vectors), dtype=bool)
         ids = self.columns.column("id").to_pylist()
         self.pos: dict[str, int] = dict(zip(ids, range(n), strict=True))

@@ -128,11 +128,15 @@ def last_per_id(table: pa.Table) -> pa.Table:
     return table.take(pa.array(sorted(last.values()), pa.int64()))
 
 
-def vector_matrix(table: pa.Table, dim: int) -> np.ndarray:
-    if table.num_rows == 0:
-        return np.zeros((0, dim), dtype=np.float32)
-    array = table.column("vector").combine_chunks()
-    return array.values.to_numpy(zero_copy_only=False).reshape(-1, dim)
+def copy_vectors(table: pa.Table, dim: int, out: np.ndarray) -> None:
+    """The table's vectors into the first rows of ``out``, chunk by chunk: joining the chunks
+    first would hold a third copy of every vector for a moment (154 MB at 100k rows)."""
+    start = 0
+    for chunk in table.column("vector").chunks:
+        # flatten(), not .values: a sliced chunk's values start before its first row.
+        values = chunk.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
+        out[start : start + len(values)] = values
+        start += len(values)
 
 
 def rows_from_arrow(table: pa.Table, vectors: np.ndarray) -> list[IndexRow]:
