@@ -83,6 +83,10 @@ from engram_md.text.claims import ClaimBook, carried_out, claims, salient, updat
         ("my wife and I are separated", "we're back together, working on things", "dating"),
         ("I should cancel the old phone contract", "cancelled the old phone contract", ""),
         ("I live just outside Dublin", "we're down in Cork now, much quieter", "Cork"),
+        ("I'm a summer person", "winter is my season now, skiing changed everything", "season"),
+        ("I take the bus to work", "I cycle to work now, faster than the bus", "commute"),
+        ("we own 2 cars", "we're a one-car family now", "1"),
+        ("I'm in a relationship with Dee", "Dee and I are done, it's over", "single"),
         # decisions
         (
             "we're going with the blue paint",
@@ -148,6 +152,8 @@ def test_a_plan_done_is_carried_out(old: str, new: str) -> None:
         ("I don't really like sushi", "I don't really like sushi, still"),
         ("I live near Dublin airport", "flew out of Dublin airport at 6am, brutal"),
         ("we live in Leeds", "we moved into central Leeds in May"),
+        ("I'm in a relationship with Dee", "we're done with the kitchen at last"),
+        ("I take the bus to work", "the bus was late again this morning"),
         # the doing shared, not the work
         ("I have to finish painting the fence", "finished painting my miniatures"),
         ("I need to finish the report", "started the report today, slow going"),

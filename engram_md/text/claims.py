@@ -450,6 +450,7 @@ _RELATIONSHIP = (
         "single",
         r"single|on\s+my\s+own|broke\s+up|split\s+up|separated|separating|divorced|divorcing|"
         r"(?:going\s+through|getting)\s+a\s+divorce|"
+        rf"(?:and\s+i|and\s+me)\s+(?:are|{_APOS}re)\s+(?:done|over|finished)\b|"
         r"called\s+it\s+quits|parted\s+ways|went\s+our\s+separate\s+ways|ended\s+things|"
         r"(?:no\s+longer|not)\s+together",
     ),
@@ -510,6 +511,10 @@ _COUNT_RULES = (
         r"\b(?:a|our|my)\s+(?P<n>second|third|fourth|fifth|sixth)\s+(?:[\w\-]+\s+)?"
         r"(?P<noun>cat|dog|kid|child|baby|car|pet)\b",
         _I,
+    ),
+    # "a one-car family", "a two-dog household"
+    regex.compile(
+        rf"\b(?P<n>{_NUM})-(?P<noun>car|dog|cat|kid|child)\s+(?:family|household|home)\b", _I
     ),
     # "baby number three", "a four-piece (band)"
     regex.compile(rf"\b(?P<noun>baby|kid|child)\s+(?:number|no\.?|#)\s*(?P<n>{_NUM})\b", _I),
@@ -1089,7 +1094,7 @@ def _is_other_birth(clause: str) -> bool:
 _BORN = regex.compile(
     rf"\b(?:was|were|got)\s+born\b|\bgave\s+birth\b|\bbaby(?:{_APOS}s|\s+is|\s+has)\s+"
     r"(?:here|arrived)\b|\b(?:baby|son|daughter|twins|boy|girl)\s+(?:[\w\-]+\s+){0,2}"
-    r"(?:arrived|was\s+born|were\s+born)\b",
+    r"(?:arrived|was\s+born|were\s+born)\b|\blost\s+the\s+baby\b|\bmiscarr\w+",
     _I,
 )
 _ON_LEAVE = regex.compile(
@@ -1204,6 +1209,12 @@ _KINDS = {
     "computer system": "mac macos=mac macbook=mac imac=mac linux chromebook windows-os=windows",
     "milk": "oat soy almond dairy",
     "hours": "part-time=part full-time=full",
+    "season": "summer winter spring autumn fall=autumn",
+    "book format": "paper physical=paper print=paper paperback=paper paperbacks=paper "
+    "hardback=paper ebook ebooks=ebook e-book=ebook e-books=ebook kindle=ebook e-reader=ebook "
+    "audiobook=audio audiobooks=audio audible=audio",
+    "commute": "bus buses=bus train=train trains=train tube=train metro=train subway=train "
+    "cycle=bike cycling=bike bike=bike biking=bike walk=walk walking=walk drive=car driving=car",
     "home": "rent renting=rent rental=rent tenant=rent landlord=rent own=own owner=own "
     "homeowner=own homeowners=own mortgage=own",
 }
