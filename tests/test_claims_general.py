@@ -87,6 +87,7 @@ from engram_md.text.claims import ClaimBook, carried_out, claims, salient, updat
         ("I take the bus to work", "I cycle to work now, faster than the bus", "commute"),
         ("we own 2 cars", "we're a one-car family now", "1"),
         ("I'm in a relationship with Dee", "Dee and I are done, it's over", "single"),
+        ("I hate cycling", "bought a road bike and I'm loving cycling now", "likes"),
         # decisions
         (
             "we're going with the blue paint",
@@ -154,6 +155,10 @@ def test_a_plan_done_is_carried_out(old: str, new: str) -> None:
         ("we live in Leeds", "we moved into central Leeds in May"),
         ("I'm in a relationship with Dee", "we're done with the kitchen at last"),
         ("I take the bus to work", "the bus was late again this morning"),
+        ("I live in Hull", "I grew up in Sheffield, moved here at 18"),
+        ("I drive a Polo", "swapped my bike for an e-bike"),
+        ("I have two dogs", "both dogs are snoring now"),
+        ("I'm a teacher", "I'm applying for head of department"),
         # the doing shared, not the work
         ("I have to finish painting the fence", "finished painting my miniatures"),
         ("I need to finish the report", "started the report today, slow going"),

@@ -201,7 +201,8 @@ _INTENT = regex.compile(
     r"(?:is|are)\s+(?:booked|scheduled|planned|set)\s+for|"
     r"by\s+(?:friday|monday|tomorrow|the\s+end)|expecting|"
     rf"(?:is|are|am|{_APOS}re|{_APOS}m)\s+(?:launching|releasing|hosting|moving|starting|"
-    r"leaving|switching|getting)|interview|applied|next\s+(?:week|month|year|summer|spring|"
+    r"leaving|switching|getting)|interview|applied|applying|interviewing|hoping\s+for|"
+    r"going\s+for|next\s+(?:week|month|year|summer|spring|"
     r"fall|autumn|winter))\b",
     _I,
 )
@@ -236,7 +237,8 @@ def _TOLD(clause: str) -> bool:
 _PAST = regex.compile(
     r"\b(?:when\s+(?:i|we|he|she|they)\b|back\s+when|back\s+then|as\s+a\s+(?:kid|child|teen"
     r"(?:ager)?|student)|years\s+ago|in\s+(?:college|school|high\s+school|university)|"
-    r"at\s+(?:uni|school|college)|my\s+ex\b|growing\s+up|used\s+to\s+be)",
+    r"at\s+(?:uni|school|college)|my\s+ex\b|growing\s+up|grew\s+up|used\s+to\s+be|"
+    r"(?:was|were)\s+born|originally\s+from|in\s+my\s+(?:teens|twenties|thirties|youth))",
     _I,
 )
 # A statement of what someone has, uses or is doing: "I use VS Code", "my bank is Barclays".
@@ -668,7 +670,7 @@ _CHANGE = regex.compile(
     _I,
 )
 _LIKE = regex.compile(
-    rf"\b(?:(?:now\s+)?(?:love|loves|like|likes|prefer|prefers|enjoy|enjoys)|(?<=(?:{_APOS}m|{_APOS}re|"
+    rf"\b(?:(?:now\s+)?(?:love|loves|loving|like|likes|prefer|prefers|enjoy|enjoys|enjoying)|(?<=(?:{_APOS}m|{_APOS}re|"
     rf"\bam|\bare|\bis|really|so|totally|very|big|getting|got|been)\s+)into|fan\s+of|"
     rf"(?:i{_APOS}m|i\s+am|[A-Z]\w+\s+is)\s+an?\s+(?P<lv>\w+)\s+(?:drinker|person|fan|lover|"
     rf"convert))\s+(?:the\s+)?(?P<v>[^,.;:!?()]{{1,40}}?)(?=\s*(?:$|[,.;:!?()]|\s(?:now|and|"
@@ -703,7 +705,8 @@ _DISLIKE = regex.compile(
 # "Now" as a state's word: after a verb of being ("I'm now at Acme") or closing what is said
 # ("a Kona is our car now"); not "now I get to…", "now that…", "three years now", "right now".
 _NOW = (
-    r"(?<!\b(?:right|just|for|by|until|till|years?|months?|weeks?|days?|ages|while|long|"
+    r"(?<!\b\p{L}+ing\s+)(?<!\b(?:right|just|for|by|until|till|years?|months?|weeks?|days?|ages|"
+    r"while|long|"
     rf"decades?)\s+)(?:(?<=(?:\b(?:is|are|am|be|been)|{_APOS}(?:s|m|re))\s+)now\b|(?<=\w\S*\s+)now"
     r"(?=\s*(?:$|[,.;:!?)]|\s(?:and|but|so|lol|haha|tbh|honestly|though|instead)\b|\s+[^\p{L}\s])))"
 )
@@ -873,8 +876,11 @@ def _relocation(text: str, holder: str) -> Iterator[Claim]:
         return
     if any(_is_other(clause, holder) for clause in _clauses(body) if _RELOCATED.search(clause)):
         return
-    for m in _NAMED_PLACE.finditer(body):
-        yield Claim(holder, "residence", salient(m.group("v")), said=m.group("v"))
+    for clause in _clauses(body):
+        if _PAST.search(clause) or _TEMPORARY.search(clause):
+            continue  # "I grew up in Sheffield, moved here at 18": not where they live now
+        for m in _NAMED_PLACE.finditer(clause):
+            yield Claim(holder, "residence", salient(m.group("v")), said=m.group("v"))
 
 
 def _without_speaker_label(text: str) -> str:
@@ -1225,6 +1231,15 @@ _KIND_OF = {
 }
 
 
+# Kinds whose words mean the kind only in a context: "bike" is a way to work only said of
+# going to work ("I cycle to work now"), not in "swapped my bike for an e-bike".
+_KIND_CONTEXT = {
+    "commute": regex.compile(
+        r"\b(?:to|into|from)\s+(?:work|school|the\s+office|uni|college|the\s+city)\b|\bcommut", _I
+    ),
+}
+
+
 def _alternatives(text: str) -> dict[str, frozenset[str]]:
     """The words of ``text`` that are values of a kind (:data:`_KINDS`), by kind."""
     found: dict[str, set[str]] = {}
@@ -1233,7 +1248,11 @@ def _alternatives(text: str) -> dict[str, frozenset[str]]:
         if word in _KIND_OF:
             kind, value = _KIND_OF[word]
             found.setdefault(kind, set()).add(value)
-    return {kind: frozenset(words) for kind, words in found.items()}
+    return {
+        kind: frozenset(words)
+        for kind, words in found.items()
+        if kind not in _KIND_CONTEXT or _KIND_CONTEXT[kind].search(text)
+    }
 
 
 # What someone does, said right after them: "I drive a Saab", "everything I write is in Helix",
