@@ -159,6 +159,11 @@ def test_a_plan_done_is_carried_out(old: str, new: str) -> None:
         ("I drive a Polo", "swapped my bike for an e-bike"),
         ("I have two dogs", "both dogs are snoring now"),
         ("I'm a teacher", "I'm applying for head of department"),
+        ("I have 2 kids", "both kids have chickenpox now"),
+        ("my phone is a Pixel", "my Pixel is acting up now, might need a reset"),
+        ("I'm a student at Leeds", "Leeds uni is on strike now, no lectures"),
+        ("I take the train to work", "the train was cancelled twice this week"),
+        ("I'm single", "everyone at work is getting engaged now lol"),
         # the doing shared, not the work
         ("I have to finish painting the fence", "finished painting my miniatures"),
         ("I need to finish the report", "started the report today, slow going"),

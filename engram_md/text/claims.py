@@ -238,7 +238,7 @@ _PAST = regex.compile(
     r"\b(?:when\s+(?:i|we|he|she|they)\b|back\s+when|back\s+then|as\s+a\s+(?:kid|child|teen"
     r"(?:ager)?|student)|years\s+ago|in\s+(?:college|school|high\s+school|university)|"
     r"at\s+(?:uni|school|college)|my\s+ex\b|growing\s+up|grew\s+up|used\s+to\s+be|"
-    r"(?:was|were)\s+born|originally\s+from|in\s+my\s+(?:teens|twenties|thirties|youth))",
+    r"(?:was|were)\s+born\s+(?:in|and)|originally\s+from|in\s+my\s+(?:teens|twenties|thirties|youth))",
     _I,
 )
 # A statement of what someone has, uses or is doing: "I use VS Code", "my bank is Barclays".
@@ -280,7 +280,8 @@ _PEOPLE = (
 _OTHER_PERSON = regex.compile(
     rf"\b(?:my|our|his|her|their|\w+{_APOS}s)\s+(?:(?:older|younger|little|big|best|new|old)\s+)?"
     rf"{_PEOPLE}\b|\b(?:a|one\s+of\s+my|some)\s+(?:\w+\s+)?(?:friend|mate|colleague|coworker|"
-    r"co-worker|neighbou?r|guy|girl|woman|man|person)\b|^\W*(?:someone|somebody)\b",
+    r"co-worker|neighbou?r|guy|girl|woman|man|person)\b|^\W*(?:someone|somebody|everyone|"
+    r"everybody|nobody|no\s+one|people|all\s+my\s+friends)\b",
     _I,
 )
 
@@ -609,10 +610,12 @@ _ENDING = regex.compile(
 _ENDED_SUBJECT = regex.compile(
     r"(?:^|[,.;:!?]\s*|\b(?:the|my|our)\s+)(?P<v>[\p{L}\p{N}][\p{L}\p{N}'’\-]*"
     r"(?:\s+[\p{L}\p{N}][\p{L}\p{N}'’\-]*){0,2})\s+"
-    r"(?:(?:is|are|was|were|has\s+been|got)\s+(?:finally\s+|officially\s+|now\s+|\p{L}+ly\s+)?"
+    rf"(?:(?:is|are|has\s+been|got|{_APOS}s)\s+(?:finally\s+|officially\s+|now\s+|\p{{L}}+ly\s+|"
+    r"all\s+)?"
     r"(?:out|gone|over|dead|history|cancell?ed|off\s+the\s+table|for\s+sale|no\s+more|closed|"
     r"retired|healed|approved|granted|fixed|sorted|resolved|switched\s+off|shut\s+down|off|"
-    r"written\s+off|totall?ed|wrecked|stolen|scrapped)|"
+    r"written\s+off|totall?ed|wrecked|stolen|scrapped|good\s+now|fine\s+now|better\s+now|"
+    r"back\s+to\s+normal)|"
     r"(?:has\s+|have\s+)?(?:finally\s+)?(?:died|got\s+stolen|was\s+stolen|broke\s+down|healed|"
     r"ended|expired|fell\s+through|finished|complete|completed|wrapped\s+up|shut\s+down|closed\s+down|went\s+bust|"
     r"folded|went\s+under))"
@@ -1475,12 +1478,18 @@ _DOING = regex.compile(r"\b\p{L}+ing\b", _I)
 def _of_the_thing(said: str, shared: frozenset[str], holder: str) -> bool:
     """Whether a change is said of a part or a property of the shared thing, not of the
     holder: "my Pixel's battery is dying now", "Oakfield has a new head teacher now"."""
+    own = rf"\b(?:my|our|{regex.escape(holder)}{_APOS}s)\s+(?:\w+\s+)?{_PEOPLE}\b" if holder else ""
+    if own and regex.search(own, said, flags=_I):
+        return False  # "Amadou is my husband now": of the holder's own relationship
     for m in _PART_OF.finditer(said):
         part = (m.group("part") or "").casefold()
         if part in STOP_WORDS or part in _GENERIC:
             continue  # "not at St Columba's anymore"
         it = m.group("it").casefold()
-        if (m.group("part") is not None or m.group("where") is not None) and _stem(it) in shared:
+        mod = (m.group("mod") or "").casefold() if m.group("where") is not None else ""
+        if (m.group("part") is not None or m.group("where") is not None) and (
+            _stem(it) in shared or mod and _stem(mod) in shared
+        ):
             return True
         if (
             m.group("part") is None
@@ -1502,9 +1511,11 @@ _PART_OF = regex.compile(
     r"(?P<part>\p{L}+)|"
     r"(?:^|[,.;:!?]\s*)(?:the\s+|my\s+|our\s+)?(?P<it>[\p{L}\p{N}\-]+)\s+(?:has|have)\s+"
     r"(?:a|an|some|new)\b|"
-    # where the thing is for now: "my phone is on 5% now", "the car is in the garage"
-    rf"(?:^|[,.;:!?]\s*)(?:the|my|our)\s+(?P<where>)(?P<it>[\p{{L}}\p{{N}}\-]+)\s+(?:is|are|{_APOS}s)\s+"
-    r"(?:now\s+|still\s+)?(?:on|in|at|with|off\s+to)\b",
+    # the thing itself is the subject: "my phone is on 5% now", "both kids have chickenpox
+    # now", "Leeds uni is on strike now" -- said of the thing, not of the holder
+    r"(?:^|[,.;:!?]\s*)(?:(?:the|my|our|both|all|his|her|their)\s+)?(?P<where>)"
+    r"(?:(?P<mod>[\p{L}\p{N}\-]+)\s+)?(?P<it>[\p{L}\p{N}\-]+)\s+"
+    rf"(?:is|are|was|were|has|have|had|{_APOS}s|{_APOS}re|keeps?|got)\b",
     _I,
 )
 
