@@ -22,7 +22,7 @@ Only rows of kind ``fact`` are reconciled here; box rows have their own sync (bo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -33,7 +33,7 @@ from ..core.paths import MemoryLayout
 from ..store.dedup import HashIndex
 from ..store.factfile import read_fact
 from ..text.embeddings import Embedder
-from .factindex import FactIndex
+from .factindex import FactIndex, RowKey
 from .factrows import file_mtime, folder_order, is_fact_rel, row_at, row_path
 from .table import IndexRow
 
@@ -123,7 +123,7 @@ class Reconciler:
             mtime = file_mtime(path)
             if mtime is not None:
                 files[path.relative_to(root).as_posix()] = (path, mtime)
-        rows = self.facts.all_rows()
+        rows = self.facts.all_keys()
         step = self._sync(
             files,
             rows,
@@ -193,7 +193,7 @@ class Reconciler:
     def _sync(
         self,
         files: dict[str, tuple[Path, int | None]],
-        rows: dict[str, IndexRow],
+        rows: Mapping[str, RowKey] | Mapping[str, IndexRow],
         *,
         complete: bool,
         force_read: bool,
@@ -203,7 +203,8 @@ class Reconciler:
         """Bring the rows of the paths in ``files`` in line with those files.
 
         ``files`` maps each path in scope to (path, mtime), mtime None when the file is gone;
-        ``rows`` are the fact rows that point at those paths. ``complete`` says ``files`` is
+        ``rows`` are the fact rows that point at those paths (or just what is compared of
+        them, for the whole folder). ``complete`` says ``files`` is
         the whole folder, so a row pointing anywhere else is stale.
         """
         step = _Pass()
@@ -230,7 +231,9 @@ class Reconciler:
             done += len(chunk)
             if progress is not None:
                 progress(done, total)
-        stale = [row for fact_id, row in rows.items() if fact_id not in step.holders]
+        stale_ids = [fact_id for fact_id in rows if fact_id not in step.holders]
+        # Whole rows only for those: the delete takes their vectors out of the centroid.
+        stale = list(self.facts.rows(stale_ids).values())
         if stale:
             self.facts.delete(stale)
             step.removed_rows.extend(stale)
