@@ -88,6 +88,9 @@ from engram_md.text.claims import ClaimBook, carried_out, claims, salient, updat
         ("we own 2 cars", "we're a one-car family now", "1"),
         ("I'm in a relationship with Dee", "Dee and I are done, it's over", "single"),
         ("I hate cycling", "bought a road bike and I'm loving cycling now", "likes"),
+        ("I never drink coffee", "I'm on three coffees a day now, send help", "coffe"),
+        ("we live in a flat above a shop", "we're in a proper house with a garden now!", "house"),
+        ("I don't really like sushi", "sushi is my favourite food now, who am I", "sushi"),
         # decisions
         (
             "we're going with the blue paint",

@@ -394,6 +394,13 @@ _RESIDENCE_RULES = (
         rf"(?:in|based\s+in)\s+{_PLACE}",
         _I,
     ),
+    # "we're in a proper house now", "I'm in a studio flat"
+    regex.compile(
+        rf"\b(?:i{_APOS}m|i\s+am|we{_APOS}re|we\s+are)\s+(?:now\s+)?in\s+(?:a|an|our|my)\s+"
+        r"(?:[\w\-]+\s+){0,2}?(?P<v>house|flat|apartment|bungalow|cottage|studio|houseboat|"
+        r"dorm|halls|hostel|terrace|condo)\b",
+        _I,
+    ),
     regex.compile(rf"\bin\s+{_PLACE}\s+now\b", _I),
     # "living at my parents' place", "staying with my sister"
     regex.compile(
@@ -708,9 +715,8 @@ _DISLIKE = regex.compile(
 # "Now" as a state's word: after a verb of being ("I'm now at Acme") or closing what is said
 # ("a Kona is our car now"); not "now I get to…", "now that…", "three years now", "right now".
 _NOW = (
-    r"(?<!\b\p{L}+ing\s+)(?<!\b(?:right|just|for|by|until|till|years?|months?|weeks?|days?|ages|"
-    r"while|long|"
-    rf"decades?)\s+)(?:(?<=(?:\b(?:is|are|am|be|been)|{_APOS}(?:s|m|re))\s+)now\b|(?<=\w\S*\s+)now"
+    r"(?<!\b\p{L}+ing\s+)(?<!\b(?:right|just|for|by|until|till|years|months|weeks|days|ages|while|"
+    r"long|decades|(?:a|one)\s+(?:year|month|week|decade))\s+)(?:(?<=(?:\b(?:is|are|am|be|been)|{_APOS}(?:s|m|re))\s+)now\b|(?<=\w\S*\s+)now"
     r"(?=\s*(?:$|[,.;:!?)]|\s(?:and|but|so|lol|haha|tbh|honestly|though|instead)\b|\s+[^\p{L}\s])))"
 )
 _SHIFT = regex.compile(
@@ -1487,6 +1493,12 @@ def _of_the_thing(said: str, shared: frozenset[str], holder: str) -> bool:
             continue  # "not at St Columba's anymore"
         it = m.group("it").casefold()
         mod = (m.group("mod") or "").casefold() if m.group("where") is not None else ""
+        if m.group("where") is not None and regex.search(
+            rf"\b(?:my|our|{regex.escape(holder) if holder else 'my'}{_APOS}s)\b",
+            m.group("rest") or "",
+            flags=_I,
+        ):
+            continue  # "sushi is my favourite food now": the holder's, said of the thing
         if (m.group("part") is not None or m.group("where") is not None) and (
             _stem(it) in shared or mod and _stem(mod) in shared
         ):
@@ -1515,7 +1527,7 @@ _PART_OF = regex.compile(
     # now", "Leeds uni is on strike now" -- said of the thing, not of the holder
     r"(?:^|[,.;:!?]\s*)(?:(?:the|my|our|both|all|his|her|their)\s+)?(?P<where>)"
     r"(?:(?P<mod>[\p{L}\p{N}\-]+)\s+)?(?P<it>[\p{L}\p{N}\-]+)\s+"
-    rf"(?:is|are|was|were|has|have|had|{_APOS}s|{_APOS}re|keeps?|got)\b",
+    rf"(?:is|are|was|were|has|have|had|{_APOS}s|{_APOS}re|keeps?|got)\b(?P<rest>[^,.;:!?]*)",
     _I,
 )
 
