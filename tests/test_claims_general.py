@@ -91,6 +91,11 @@ from engram_md.text.claims import ClaimBook, carried_out, claims, salient, updat
         ("I never drink coffee", "I'm on three coffees a day now, send help", "coffe"),
         ("we live in a flat above a shop", "we're in a proper house with a garden now!", "house"),
         ("I don't really like sushi", "sushi is my favourite food now, who am I", "sushi"),
+        ("I work nights", "I'm on days now, finally a normal sleep schedule", "shifts"),
+        ("I'm a lecturer", "I've been promoted to senior lecturer", "role"),
+        ("I'm married to Sue", "Sue passed away in March", "sue"),
+        ("I have braces", "braces came off today!! teeth look amazing", "brace"),
+        ("we're hiring a nanny", "we decided against a nanny, nursery it is", "plan"),
         # decisions
         (
             "we're going with the blue paint",
@@ -167,6 +172,9 @@ def test_a_plan_done_is_carried_out(old: str, new: str) -> None:
         ("I'm a student at Leeds", "Leeds uni is on strike now, no lectures"),
         ("I take the train to work", "the train was cancelled twice this week"),
         ("I'm single", "everyone at work is getting engaged now lol"),
+        ("I'm a lecturer", "gave a lecture on Shakespeare today"),
+        ("I work nights", "worked a double last night, shattered"),
+        ("I have braces", "my braces are killing me today"),
         # the doing shared, not the work
         ("I have to finish painting the fence", "finished painting my miniatures"),
         ("I need to finish the report", "started the report today, slow going"),

@@ -201,7 +201,8 @@ _INTENT = regex.compile(
     r"(?:is|are)\s+(?:booked|scheduled|planned|set)\s+for|"
     r"by\s+(?:friday|monday|tomorrow|the\s+end)|expecting|"
     rf"(?:is|are|am|{_APOS}re|{_APOS}m)\s+(?:launching|releasing|hosting|moving|starting|"
-    r"leaving|switching|getting)|interview|applied|applying|interviewing|hoping\s+for|"
+    r"leaving|switching|getting|hiring|buying|selling|adopting|booking)|interview|applied|"
+    r"meaning\s+to|applying|interviewing|hoping\s+for|"
     r"going\s+for|next\s+(?:week|month|year|summer|spring|"
     r"fall|autumn|winter))\b",
     _I,
@@ -449,6 +450,9 @@ _ROLE_RULES = (
         _I,
     ),
 )
+_MOVED_UP = regex.compile(
+    r"\b(?:promoted|made|became|bumped\s+up|moved\s+up|stepped\s+up|qualified)\b", _I
+)
 # A job said with its verb: "I teach 5th grade" is a teacher's role.
 _ROLE_VERBS = regex.compile(
     r"\b(?:[Ii]|[A-Z]\w+)\s+(?P<verb>teach(?:es)?|coach(?:es)?|nurse[sd]?|manage[sd]?)\b(?!\s+to\b)"
@@ -624,7 +628,7 @@ _ENDED_SUBJECT = regex.compile(
     r"written\s+off|totall?ed|wrecked|stolen|scrapped|good\s+now|fine\s+now|better\s+now|"
     r"back\s+to\s+normal)|"
     r"(?:has\s+|have\s+)?(?:finally\s+)?(?:died|got\s+stolen|was\s+stolen|broke\s+down|healed|"
-    r"ended|expired|fell\s+through|finished|complete|completed|wrapped\s+up|shut\s+down|closed\s+down|went\s+bust|"
+    r"ended|expired|fell\s+through|finished|complete|completed|passed\s+away|came\s+off|wrapped\s+up|shut\s+down|closed\s+down|went\s+bust|"
     r"folded|went\s+under))"
     r"(?=\s*(?:$|[,.;:!?(]|\s(?:and|but|so|because|now|today|yesterday|finally|at\s+last|"
     r"this\s+\w+|last\s+\w+|in|at|on|after|during|with)\b|\s*[^\p{L}\p{N}\s]))",
@@ -633,7 +637,7 @@ _ENDED_SUBJECT = regex.compile(
 # Cues that the work of a plan was done or called off, wherever they stand in the clause.
 _DONE = regex.compile(
     r"\b(?:finished|completed|done|submitted|shipped|sent|delivered|handed\s+in|turned\s+in|"
-    r"went\s+in|booked(?!\s+(?:\S+\s+){0,3}?for\b)|ordered|installed|repaired|set\s+up|picked\s+up|returned|"
+    r"went\s+in|achieved|booked(?!\s+(?:\S+\s+){0,3}?for\b)|ordered|installed|repaired|set\s+up|picked\s+up|returned|"
     r"filed|published|launched|released|wrapped\s+up|went\s+live|is\s+live|migrated|renewed|"
     rf"paid(?:\s+off)?|cancell?ed|called\s+off|scrapped|is\s+off|{_APOS}s\s+off|"
     rf"didn{_APOS}?t\s+end\s+up|not\s+happening|defended|passed|signed|got\s+back|arrived|"
@@ -655,7 +659,7 @@ _PAST_VERB = regex.compile(
 # Words that say only that something was done, whatever it was.
 _DONE_WORDS = frozenset(
     """finished completed done submitted shipped sent delivered handed turned filed published
-    launched released wrapped went live passed signed sorted fixed arrived got""".split()
+    launched released wrapped went live passed signed sorted fixed arrived got achieved""".split()
 )
 # A decision changed in so many words.
 # Said of a decision, these change it even when they share one word with it.
@@ -951,7 +955,10 @@ def _state_claims(clause: str, who: str, holder: str) -> Iterator[Claim]:
     for rule in _ROLE_RULES:
         for m in rule.finditer(clause):
             said = m.group("v")
-            yield Claim(who, "role", salient(said) or frozenset({said.casefold()}), said=said)
+            # "promoted to senior lecturer": a new title even when it holds the old one's words
+            up = frozenset({"up"}) if _MOVED_UP.search(m.group(0)) else frozenset()
+            value = salient(said) or frozenset({said.casefold()})
+            yield Claim(who, "role", value, core=up, said=said)
     yield from _relationship(clause, who, holder)
     for diet, words in _DIET:
         if regex.search(rf"\b(?:{words})\b", clause, flags=_I):
@@ -1113,7 +1120,9 @@ _BORN = regex.compile(
     _I,
 )
 _ON_LEAVE = regex.compile(
-    r"\b(?:off\s+(?:work|sick)|signed\s+off|on\s+(?:\w+\s+)?leave|on\s+sick\s+leave)\b", _I
+    r"\b(?:off\s+(?:work|sick)|signed\s+off|on\s+(?:\w+\s+)?leave|on\s+sick\s+leave|"
+    r"stay-at-home|furlough\w*)\b",
+    _I,
 )
 # Back from a leave: "back at work as of Monday", "back in the office after paternity leave".
 _BACK_FROM_LEAVE = regex.compile(
@@ -1224,6 +1233,7 @@ _KINDS = {
     "computer system": "mac macos=mac macbook=mac imac=mac linux chromebook windows-os=windows",
     "milk": "oat soy almond dairy",
     "hours": "part-time=part full-time=full",
+    "shifts": "nights=night days=day",
     "season": "summer winter spring autumn fall=autumn",
     "book format": "paper physical=paper print=paper paperback=paper paperbacks=paper "
     "hardback=paper ebook ebooks=ebook e-book=ebook e-books=ebook kindle=ebook e-reader=ebook "
@@ -1243,6 +1253,7 @@ _KIND_OF = {
 # Kinds whose words mean the kind only in a context: "bike" is a way to work only said of
 # going to work ("I cycle to work now"), not in "swapped my bike for an e-bike".
 _KIND_CONTEXT = {
+    "shifts": regex.compile(r"\b(?:on|work|working|doing)\s+(?:nights|days)\b", _I),
     "commute": regex.compile(
         r"\b(?:to|into|from)\s+(?:work|school|the\s+office|uni|college|the\s+city)\b|\bcommut", _I
     ),
@@ -1406,6 +1417,7 @@ def _replaces(o: Claim, n: Claim) -> str | None:
         if o.slot == "role":  # "staff nurse" → "charge nurse": a new title, sharing a word
             ov, nv = o.value, n.value
             changed = bool(ov and nv) and not (ov <= nv or nv <= ov)
+            changed = changed or bool(n.core and ov and nv and ov != nv)
         else:
             changed = bool(ov and nv) and not (ov & nv)
         return f"{o.slot}: {_show(o)} → {_show(n)}" if changed else None
