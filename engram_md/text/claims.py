@@ -254,7 +254,9 @@ _HAS = regex.compile(
 )
 # A clause that tells of an event rather than how things stand.
 _EVENT = regex.compile(
-    r"\b(?:\w{3,}ed|went|had|was|were|got|did|saw|ran|made|took|came|met|bought|sold|left|"
+    r"\b(?:(?!(?:married|engaged|divorced|separated|retired|based|called|named|interested|"
+    r"obsessed|excited|tired|supposed|located|employed|qualified|vaccinated|allergic)\b)\w{3,}ed|"
+    r"went|had|was|were|got|did|saw|ran|made|took|came|met|bought|sold|left|"
     r"told|said|found|lost|won|ate|drank|gave|began|spent|tried|yesterday|tonight|today|ago)\b",
     _I,
 )
@@ -719,8 +721,11 @@ _DISLIKE = regex.compile(
 # "Now" as a state's word: after a verb of being ("I'm now at Acme") or closing what is said
 # ("a Kona is our car now"); not "now I get to…", "now that…", "three years now", "right now".
 _NOW = (
-    r"(?<!\b\p{L}+ing\s+)(?<!\b(?:right|just|for|by|until|till|years|months|weeks|days|ages|while|"
-    r"long|decades|(?:a|one)\s+(?:year|month|week|decade))\s+)(?:(?<=(?:\b(?:is|are|am|be|been)|{_APOS}(?:s|m|re))\s+)now\b|(?<=\w\S*\s+)now"
+    r"(?<!\b\p{L}+ing\s+)(?<!\b(?:right|just|for|by|until|till|ages|while|long)\s+)"
+    r"(?<!\b(?:\d+|a\s+few|few|several|many|couple(?:\s+of)?|two|three|four|five|six|seven|"
+    r"eight|nine|ten|eleven|twelve|twenty|thirty)\s+(?:years?|months?|weeks?|days?|decades?)\s+)"
+    r"(?<!\b(?:a|one)\s+(?:year|month|week|decade)\s+)"
+    rf"(?:(?<=(?:\b(?:is|are|am|be|been)|{_APOS}(?:s|m|re))\s+)now\b|(?<=\w\S*\s+)now"
     r"(?=\s*(?:$|[,.;:!?)]|\s(?:and|but|so|lol|haha|tbh|honestly|though|instead)\b|\s+[^\p{L}\s])))"
 )
 _SHIFT = regex.compile(
