@@ -13,9 +13,9 @@ One run reports:
 
 * **evidence recall** per conversation and both together, at 500 and 1000 tokens, overall and
   by category, engram-md and the three baselines;
-* **a cross-check** of the fusion knobs that matter (``fact_vote`` x ``name_lift``, a 3 x 3
-  grid at 1000 tokens): the best setting on one conversation is reported on the other, both
-  ways, beside the best the held-out conversation allows and the shipped default;
+* **a cross-check** of the fusion knobs that matter (``rrf_k`` x ``fact_vote`` x ``name_lift``,
+  a 3 x 3 x 3 grid at 1000 tokens): the best setting on one conversation is reported on the
+  other, both ways, beside the best the held-out conversation allows and the shipped default;
 * **the relevance floor**: each conversation's questions asked of the *other* conversation's
   folder (shipped defaults, 1000 tokens); the share answered with nothing or with a rendered
   block (what the agent is given) under 100 tokens, and under 100 tokens of the memories'
@@ -59,7 +59,7 @@ BUDGETS = (500, 1000)
 MAIN_BUDGET = 1000  # the budget of the cross-check, the floor and the latency
 SHIPPED_TOP_K = RecallConfig().top_k
 UNBOUNDED = 10**6
-GRID = {"fact_vote": (1.0, 2.0, 3.0), "name_lift": (0.0, 0.3, 0.6)}
+GRID = {"rrf_k": (10, 30, 60), "fact_vote": (1.0, 2.0, 3.0), "name_lift": (0.0, 0.3, 0.6)}
 FLOOR_TOKENS = 100  # an answer this short is as good as empty: a memory or two
 TOGETHER = "together"
 ENGRAM = "engram-md"
@@ -176,8 +176,8 @@ def open_folders(
 def grid() -> list[FusionWeights]:
     """The cross-check's settings, the shipped default included."""
     settings = [
-        replace(WEIGHTS.fusion, fact_vote=vote, name_lift=lift)
-        for vote, lift in itertools.product(GRID["fact_vote"], GRID["name_lift"])
+        replace(WEIGHTS.fusion, rrf_k=k, fact_vote=vote, name_lift=lift)
+        for k, vote, lift in itertools.product(GRID["rrf_k"], GRID["fact_vote"], GRID["name_lift"])
     ]
     return settings if WEIGHTS.fusion in settings else [WEIGHTS.fusion, *settings]
 
