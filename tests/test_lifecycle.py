@@ -310,6 +310,56 @@ def test_commitment_resolution_needs_a_matching_later_completion() -> None:
     assert found[promise.id].by == elsewhere.id
 
 
+def test_a_shared_name_or_a_stretch_of_conversation_does_not_report_a_promise_done() -> None:
+    base = NOW - timedelta(days=30)
+    dana = ("person-dana",)
+    posted = make_fact(
+        "Dana will keep you posted.", category=Category.COMMITMENT, created=base, entities=dana
+    )
+    visit = make_fact(
+        "Dana is going to visit the lighthouse museum this month.",
+        category=Category.COMMITMENT,
+        created=base,
+        entities=dana,
+    )
+    # A note that names Dana and reports something else done.
+    other_work = make_fact(
+        "Dana finished painting the fence.", created=base + timedelta(days=1), entities=dana
+    )
+    # A chunk of conversation that happens to say "done" and the museum.
+    chat = make_fact(
+        "Dana: I loved the lighthouse museum photos! Sam: I couldn't have done it without "
+        "you, the museum trip was great.",
+        category=Category.MOMENT,
+        kind=MemoryKind.EPISODE,
+        created=base + timedelta(days=2),
+        entities=("person-dana", "person-sam"),
+    )
+    # An episode that says something was done and shares one word with the promise.
+    quiz = make_fact(
+        "Sam: I finished the museum quiz at school today. Dana: nice one!",
+        category=Category.MOMENT,
+        kind=MemoryKind.EPISODE,
+        created=base + timedelta(days=2),
+        entities=("person-dana", "person-sam"),
+    )
+    # Someone else's report of the same thing.
+    sam_went = make_fact(
+        "Sam visited the lighthouse museum, done at last.",
+        created=base + timedelta(days=2),
+        entities=("person-sam",),
+    )
+    assert resolved_commitments([posted, visit, other_work, chat, quiz, sam_went]) == {}
+    # A note that reports the promised thing done still resolves it.
+    went = make_fact(
+        "Dana visited the lighthouse museum with her kids, finally done.",
+        created=base + timedelta(days=3),
+        entities=dana,
+    )
+    found = resolved_commitments([posted, visit, other_work, chat, quiz, sam_went, went])
+    assert set(found) == {visit.id} and found[visit.id].by == went.id
+
+
 def test_recently_resolved_and_tagged_commitments(folder: Folder) -> None:
     recent = make_fact(
         "I'll book the venue for the offsite.",

@@ -104,6 +104,7 @@ from ..core.models import (
 )
 from ..core.paths import MemoryLayout
 from ..store.access import ACTIVATION_BOOST, Standing, read_standing
+from ..text.sentences import split_sentences
 from ..text.words import LETTER_WORD, STOP_WORDS
 from .plan import Change, Context, FactMove, FactUpdate
 
@@ -305,6 +306,7 @@ _COMPLETION = regex.compile(
 )
 _NOT_DONE = regex.compile(
     r"\b(?:not|never|no|yet|still|will|won['’]?t|going\s+to|plan(?:s|ned|ning)?\s+to"
+    r"|could(?:n['’]?t)?|would(?:n['’]?t)?|can['’]?t|cannot"
     r"|need(?:s)?\s+to|have\s+to|has\s+to|should|must|tomorrow|later|haven['’]?t"
     r"|hasn['’]?t|didn['’]?t|isn['’]?t|aren['’]?t|wasn['’]?t)\b|['’]ll\b",
     regex.IGNORECASE,
@@ -322,18 +324,48 @@ _NOISE_WORDS = STOP_WORDS | frozenset(
 )
 
 
-def _object_words(text: str) -> set[str]:
+# "[shares an image: …]": a caption of something attached, not words anyone said.
+_BRACKETED = regex.compile(r"\[[^\[\]]*\]")
+
+
+def _people(fact: Fact) -> set[str]:
+    return {entity for entity in fact.entities if entity.startswith("person-")}
+
+
+def _object_words(fact: Fact) -> set[str]:
     """Words of three characters or more, led by a letter, that may name what was promised
-    or done."""
-    return {w.casefold() for w in LETTER_WORD.findall(text) if len(w) >= 3} - _NOISE_WORDS
+    or done. The names of the people the fact is about are who, not what: sharing one made
+    "Caroline will keep ya posted" done by any later report with "Caroline" in it."""
+    names = {part for person in _people(fact) for part in person.split("-")[1:]}
+    text = _BRACKETED.sub(" ", fact.content)
+    words = {w.casefold() for w in LETTER_WORD.findall(text) if len(w) >= 3}
+    return words - _NOISE_WORDS - names
 
 
 def _reports_completion(fact: Fact) -> bool:
-    return (
-        fact.category is not Category.COMMITMENT
-        and _COMPLETION.search(fact.content) is not None
-        and _NOT_DONE.search(fact.content) is None
+    """Some sentence of it says a thing was done: not asked ("what have you done?"), not
+    negated, not still to come."""
+    if fact.category is Category.COMMITMENT:
+        return False
+    return any(
+        _COMPLETION.search(sentence) is not None
+        and _NOT_DONE.search(sentence) is None
+        and not sentence.rstrip().endswith("?")
+        for sentence in split_sentences(_BRACKETED.sub(" ", fact.content))
     )
+
+
+def _closes(report: Fact, promise: Fact, shared: int, promise_words: int) -> bool:
+    """Whether a later completion report sharing ``shared`` of the promise's object words
+    closes it. It must share two, unless the promise has two or fewer (then one), and always
+    two when it is an episode: on a LoCoMo conversation single shared words ("kids",
+    "family") closed promises nothing had closed, and an episode, a stretch of conversation,
+    meets some word of any promise by chance. When both name people, one must be the same:
+    a report of someone else's does not close this one's promise."""
+    needed = 2 if report.memory_kind is MemoryKind.EPISODE or promise_words > 2 else 1
+    promised_by, reported_by = _people(promise), _people(report)
+    same_people = not (promised_by and reported_by) or bool(promised_by & reported_by)
+    return shared >= needed and same_people
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,16 +380,18 @@ class Resolution:
 def resolved_commitments(facts: Iterable[Fact]) -> dict[str, Resolution]:
     """commitment id -> its resolution, for every active commitment that is resolved.
 
-    O(n): completion reports are indexed by (session, word) and (entity, word), each list in
-    time order, and a commitment looks up only its own keys (a bisect for the first report
-    told after it).
+    Completion reports are indexed by (session, word) and (entity, word), each list in time
+    order; a commitment looks up only its own keys, from the first report told after it (a
+    bisect), and the earliest report sharing enough of its words resolves it.
     """
     facts = list(facts)
     reports: dict[tuple[str, str, str], list[tuple[datetime, str]]] = {}
+    by_id: dict[str, Fact] = {}
     for fact in facts:
         if fact.status is not Status.ACTIVE or not _reports_completion(fact):
             continue
-        words = _object_words(fact.content)
+        by_id[fact.id] = fact
+        words = _object_words(fact)
         scopes = ([("s", fact.session)] if fact.session else []) + [
             ("e", entity) for entity in fact.entities
         ]
@@ -377,16 +411,24 @@ def resolved_commitments(facts: Iterable[Fact]) -> dict[str, Resolution]:
         scopes = ([("s", fact.session)] if fact.session else []) + [
             ("e", entity) for entity in fact.entities
         ]
-        best: tuple[datetime, str] | None = None
+        # Reports strictly after the commitment (ties by id are not later), with the words
+        # each shares with it.
+        promise_words = _object_words(fact)
+        shared: dict[tuple[datetime, str], set[str]] = {}
         for kind, scope in scopes:
-            for word in _object_words(fact.content):
+            for word in promise_words:
                 entries = reports.get((kind, scope, word), [])
-                if not entries:
-                    continue
-                # The first report strictly after the commitment (ties by id are not later).
                 i = bisect.bisect_right(entries, (fact.created, "\U0010ffff"))
-                if i < len(entries) and (best is None or entries[i] < best):
-                    best = entries[i]
+                for entry in entries[i:]:
+                    shared.setdefault(entry, set()).add(word)
+        best = min(
+            (
+                entry
+                for entry, words in shared.items()
+                if _closes(by_id[entry[1]], fact, len(words), len(promise_words))
+            ),
+            default=None,
+        )
         if best is not None:
             out[fact.id] = Resolution(best[0], best[1], f"reported done by {best[1]}")
     return out
