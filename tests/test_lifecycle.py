@@ -223,6 +223,7 @@ def test_retires_expired_and_resolved_archives_trivial_and_spares_decisions(
     assert fulfilled.after.status is Status.SUPERSEDED
     assert fulfilled.after.superseded_by == read_fact(done).id
     assert "resolved commitment" in fulfilled.after.status_history[-1].reason
+    assert "done" in fulfilled.after.tags  # a plan carried out: recall keeps its sentence
 
     moved = by_source[moment]
     assert isinstance(moved, FactMove)

@@ -104,6 +104,7 @@ from ..core.models import (
 )
 from ..core.paths import MemoryLayout
 from ..store.access import ACTIVATION_BOOST, Standing, read_standing
+from ..text.claims import DONE_TAG
 from ..text.sentences import split_sentences
 from ..text.words import LETTER_WORD, STOP_WORDS
 from .plan import Change, Context, FactMove, FactUpdate
@@ -581,6 +582,9 @@ def plan_lifecycle(ctx: Context) -> list[Change]:
             }
             if superseded_by is not None and fact.superseded_by is None:
                 changed["superseded_by"] = superseded_by
+            if fact.id in resolutions and status is Status.SUPERSEDED and DONE_TAG not in fact.tags:
+                # A plan carried out, as the update rules tag one: recall keeps its sentence.
+                changed["tags"] = (*fact.tags, DONE_TAG)
             changes.append(FactUpdate(path, fact, fact.with_changes(**changed), "retire", reason))
             continue
 
