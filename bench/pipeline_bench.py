@@ -100,7 +100,15 @@ def llm_mode(workdir: Path) -> dict[str, Any]:
     items = locomo.turns(data)
     out: dict[str, Any] = {}
     fact_sets: dict[str, set[str]] = {}
-    for label, buffer_cfg in (("smart_buffer", ""), ("call_per_turn", "buffer:\n  max_turns: 1\n")):
+    # The daemon's scheduled consolidation asks the LLM judge too (every
+    # consolidate.every_extractions extractions); the third run leaves it out, so the
+    # extraction calls alone show.
+    runs = (
+        ("smart_buffer", ""),
+        ("call_per_turn", "buffer:\n  max_turns: 1\n"),
+        ("smart_buffer_extraction_only", "consolidate:\n  every_extractions: 0\n"),
+    )
+    for label, buffer_cfg in runs:
         calls = prompt_tokens = 0
         bodies: set[str] = set()
         with FakeOpenAI() as server:
