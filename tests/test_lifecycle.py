@@ -327,23 +327,23 @@ def test_a_shared_name_or_a_stretch_of_conversation_does_not_report_a_promise_do
     other_work = make_fact(
         "Dana finished painting the fence.", created=base + timedelta(days=1), entities=dana
     )
+
+    def episode(text: str) -> Fact:
+        return make_fact(
+            text,
+            category=Category.MOMENT,
+            kind=MemoryKind.EPISODE,
+            created=base + timedelta(days=2),
+            entities=("person-dana", "person-sam"),
+        )
+
     # A chunk of conversation that happens to say "done" and the museum.
-    chat = make_fact(
+    chat = episode(
         "Dana: I loved the lighthouse museum photos! Sam: I couldn't have done it without "
-        "you, the museum trip was great.",
-        category=Category.MOMENT,
-        kind=MemoryKind.EPISODE,
-        created=base + timedelta(days=2),
-        entities=("person-dana", "person-sam"),
+        "you, the museum trip was great."
     )
     # An episode that says something was done and shares one word with the promise.
-    quiz = make_fact(
-        "Sam: I finished the museum quiz at school today. Dana: nice one!",
-        category=Category.MOMENT,
-        kind=MemoryKind.EPISODE,
-        created=base + timedelta(days=2),
-        entities=("person-dana", "person-sam"),
-    )
+    quiz = episode("Sam: I finished the museum quiz at school today. Dana: nice one!")
     # Someone else's report of the same thing.
     sam_went = make_fact(
         "Sam visited the lighthouse museum, done at last.",

@@ -330,16 +330,21 @@ def said(turn: str, content: str, n: int = 0) -> IndexRow:
     )
 
 
-def test_what_was_said_is_recalled_beside_the_facts_and_outdated_words_are_left_out(
-    tmp_path: Path, minilm: LocalMiniLM
-) -> None:
-    rows = [
+def moved_to_munich() -> list[IndexRow]:
+    """Lee's words of a move, and the facts drawn from them: the Berlin one superseded."""
+    return [
         said("t1", "Lee: I live in Berlin with my partner."),
         said("t2", "Lee: We moved to Munich last month."),
         said("t3", "Lee: The office cat sleeps all day."),
         row("f-berlin", "Lee lives in Berlin.", status="superseded", source_turn_ids=("t1",)),
         row("f-munich", "Lee lives in Munich.", source_turn_ids=("t2",)),
     ]
+
+
+def test_what_was_said_is_recalled_beside_the_facts_and_outdated_words_are_left_out(
+    tmp_path: Path, minilm: LocalMiniLM
+) -> None:
+    rows = moved_to_munich()
     asked = RecallOptions(record_access=False)
     found = recaller(tmp_path, minilm, rows).recall("Where does Lee live?", asked)
     contents = [m.content for m in found.memories]

@@ -11,7 +11,7 @@ from engram_md.recall.query import query_features
 from engram_md.recall.wire import RecallOptions
 from engram_md.text.embeddings import LocalMiniLM
 
-from .test_recall import recaller, row, said
+from .test_recall import moved_to_munich, recaller
 
 
 @pytest.mark.parametrize(
@@ -35,13 +35,7 @@ def test_a_question_about_time_is_told_apart(query: str, asks: bool) -> None:
 def test_a_question_about_time_gets_the_outdated_words_back(
     tmp_path: Path, minilm: LocalMiniLM
 ) -> None:
-    rows = [
-        said("t1", "Lee: I live in Berlin with my partner."),
-        said("t2", "Lee: We moved to Munich last month."),
-        said("t3", "Lee: The office cat sleeps all day."),
-        row("f-berlin", "Lee lives in Berlin.", status="superseded", source_turn_ids=("t1",)),
-        row("f-munich", "Lee lives in Munich.", source_turn_ids=("t2",)),
-    ]
+    rows = moved_to_munich()
     r = recaller(tmp_path, minilm, rows)
     asked = RecallOptions(record_access=False)
     berlin = "Lee: I live in Berlin with my partner."
