@@ -342,6 +342,12 @@ def test_a_shared_name_or_a_stretch_of_conversation_does_not_report_a_promise_do
         "Dana: I loved the lighthouse museum photos! Sam: I couldn't have done it without "
         "you, the museum trip was great."
     )
+    # Doing in general is not a report, however many words it shares.
+    advice = make_fact(
+        "Getting the lighthouse museum visit done is the key to a good month, says Dana.",
+        created=base + timedelta(days=2),
+        entities=dana,
+    )
     # An episode that says something was done and shares one word with the promise.
     quiz = episode("Sam: I finished the museum quiz at school today. Dana: nice one!")
     # Someone else's report of the same thing.
@@ -350,14 +356,14 @@ def test_a_shared_name_or_a_stretch_of_conversation_does_not_report_a_promise_do
         created=base + timedelta(days=2),
         entities=("person-sam",),
     )
-    assert resolved_commitments([posted, visit, other_work, chat, quiz, sam_went]) == {}
+    assert resolved_commitments([posted, visit, other_work, chat, quiz, sam_went, advice]) == {}
     # A note that reports the promised thing done still resolves it.
     went = make_fact(
         "Dana visited the lighthouse museum with her kids, finally done.",
         created=base + timedelta(days=3),
         entities=dana,
     )
-    found = resolved_commitments([posted, visit, other_work, chat, quiz, sam_went, went])
+    found = resolved_commitments([posted, visit, other_work, chat, quiz, sam_went, advice, went])
     assert set(found) == {visit.id} and found[visit.id].by == went.id
 
 

@@ -308,6 +308,9 @@ _COMPLETION = regex.compile(
 _NOT_DONE = regex.compile(
     r"\b(?:not|never|no|yet|still|will|won['’]?t|going\s+to|plan(?:s|ned|ning)?\s+to"
     r"|could(?:n['’]?t)?|would(?:n['’]?t)?|can['’]?t|cannot"
+    # "the key to getting things done", "to get it done": doing in general, not a report
+    # ("got it done" is one).
+    r"|get|gets|getting"
     r"|need(?:s)?\s+to|have\s+to|has\s+to|should|must|tomorrow|later|haven['’]?t"
     r"|hasn['’]?t|didn['’]?t|isn['’]?t|aren['’]?t|wasn['’]?t)\b|['’]ll\b",
     regex.IGNORECASE,
