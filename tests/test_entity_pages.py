@@ -54,7 +54,8 @@ def test_kinds_at_extraction(text: str, expected: str, not_expected: str | None)
 
 
 def test_a_name_without_a_telling_word_stays_a_plain_entity() -> None:
-    assert "entity-zorblax" in entities_of("Remember that the Zorblax launch is in June.")
+    # "Please remember" is the signal that makes it a note ("is in June" is no residence).
+    assert "entity-zorblax" in entities_of("Please remember that the Zorblax launch is in June.")
 
 
 # ---------------------------------------------------------------- the page
