@@ -104,7 +104,8 @@ from ..core.models import (
 )
 from ..core.paths import MemoryLayout
 from ..store.access import ACTIVATION_BOOST, Standing, read_standing
-from ..text.claims import DONE_TAG
+from ..store.entity_pages import split_entity
+from ..text.claims import DONE_TAG, without_asides
 from ..text.sentences import split_sentences
 from ..text.words import LETTER_WORD, STOP_WORDS
 from .plan import Change, Context, FactMove, FactUpdate
@@ -328,20 +329,18 @@ _NOISE_WORDS = STOP_WORDS | frozenset(
 )
 
 
-# "[shares an image: …]": a caption of something attached, not words anyone said.
-_BRACKETED = regex.compile(r"\[[^\[\]]*\]")
-
-
 def _people(fact: Fact) -> set[str]:
-    return {entity for entity in fact.entities if entity.startswith("person-")}
+    """The name slugs of the people a fact names (``person-dana-lee`` → ``dana-lee``)."""
+    return {name for kind, name in map(split_entity, fact.entities) if kind == "person"}
 
 
 def _object_words(fact: Fact) -> set[str]:
     """Words of three characters or more, led by a letter, that may name what was promised
     or done. The names of the people the fact is about are who, not what: sharing one made
-    "Caroline will keep ya posted" done by any later report with "Caroline" in it."""
-    names = {part for person in _people(fact) for part in person.split("-")[1:]}
-    text = _BRACKETED.sub(" ", fact.content)
+    "Caroline will keep ya posted" done by any later report with "Caroline" in it; nor are
+    the words of a caption ("[shares an image: …]")."""
+    names = {part for person in _people(fact) for part in person.split("-")}
+    text = without_asides(fact.content)
     words = {w.casefold() for w in LETTER_WORD.findall(text) if len(w) >= 3}
     return words - _NOISE_WORDS - names
 
@@ -349,13 +348,13 @@ def _object_words(fact: Fact) -> set[str]:
 def _reports_completion(fact: Fact) -> bool:
     """Some sentence of it says a thing was done: not asked ("what have you done?"), not
     negated, not still to come."""
-    if fact.category is Category.COMMITMENT:
-        return False
+    if fact.category is Category.COMMITMENT or _COMPLETION.search(fact.content) is None:
+        return False  # the second test spares most facts the sentence split below
     return any(
         _COMPLETION.search(sentence) is not None
         and _NOT_DONE.search(sentence) is None
         and not sentence.rstrip().endswith("?")
-        for sentence in split_sentences(_BRACKETED.sub(" ", fact.content))
+        for sentence in split_sentences(without_asides(fact.content))
     )
 
 

@@ -42,7 +42,7 @@ class FusionWeights:
     depth: int = 200  # candidates per channel, and the deepest fact rank that votes
     # The k of 1 / (k + rank). The textbook 60 makes ranks nearly flat (rank 1 is worth 1/61,
     # rank 20 1/80), so many middling matches add up past a sentence one channel ranks
-    # first; 10 lets the top of each ranking count. Chosen by cross-check over k 5-60 on the
+    # first; 10 lets the top of each ranking count. Chosen by cross-check over k 5-120 on the
     # LoCoMo dev pair and its two chat rewrites (bench/recall_bench.py, bench/chat_style.py):
     # 10 is the best on either conversation and on the other one too; the mean over 500/1000
     # tokens and the three texts went from 0.854/0.824 (conv-26/conv-30) at 60 to 0.869/0.849,

@@ -868,7 +868,7 @@ def claims(text: str, holder: str = "") -> tuple[Claim, ...]:
         # What changed is named in the clause that says so, or by name beside it in its
         # sentence ("I've moved over to Brave, Firefox kept eating my RAM").
         said = [c for c in own if _SHIFT.search(c)]
-        beside = _ASIDE.sub("", text)  # names anywhere in it: "called Eustace … back in touch now"
+        beside = without_asides(text)  # names anywhere in it: "called Eustace … back in touch now"
         names = _NAME.findall(_VOCATIVE.sub("", beside))
         words = _ADVERB.sub("", _VOCATIVE.sub("", " ".join([*said, *names])))
         value = salient(words, holder.split())
@@ -904,7 +904,7 @@ def _relocation(text: str, holder: str) -> Iterator[Claim]:
 def _without_speaker_label(text: str) -> str:
     """An episode reads "Name: what they said"; the label is not part of what was said, and
     a bracketed aside ("[shares an image: a photo of …]") is a caption, not a statement."""
-    return _ASIDE.sub("", _LABEL.sub("", text, count=1))
+    return without_asides(_LABEL.sub("", text, count=1))
 
 
 _LABEL = regex.compile(
@@ -912,6 +912,14 @@ _LABEL = regex.compile(
     r"new\s+\w+)\s*:)\p{Lu}[\p{L}.'\-]*(?:\s+\p{Lu}[\p{L}.'\-]*){0,3}:\s+"
 )
 _ASIDE = regex.compile(r"\s*\[[^\]]*\]")
+
+
+def without_asides(text: str) -> str:
+    """``text`` without its bracketed asides ("[shares an image: …]"): captions of something
+    attached, not words anyone said."""
+    return _ASIDE.sub("", text)
+
+
 # "Dana: … Lee: …": an exchange between people, whose claims belong to more than one.
 _SECOND_LABEL = regex.compile(r"(?:^|[.!?]\s+)[\p{Lu}][\p{L}\-]{1,30}:\s")
 
