@@ -62,7 +62,7 @@ def fix_mmap_threshold(size: int = MMAP_THRESHOLD_BYTES) -> None:
     embedding model's working buffers of a few MiB came from the arenas and stayed there,
     fragmented. Fixing the threshold turns the adjustment off. An ingest of one LoCoMo
     conversation peaked at 455 MB before, at 32 texts of 256 tokens the model alone went from
-    160 to 412 MB and now to 262 MB (README, "Speed and size")."""
+    160 to 412 MB at its peak, and now to 262 MB."""
     libc = _glibc()
     if libc is not None and not libc.mallopt(_M_MMAP_THRESHOLD, size):
         log.debug("mallopt(M_MMAP_THRESHOLD, %d) was refused", size)

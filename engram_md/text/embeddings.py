@@ -45,7 +45,7 @@ MINILM_DIM = 384
 # sentence-transformers' max_seq_length for this model; longer text is truncated.
 MINILM_MAX_TOKENS = 256
 # At most this many padded tokens go through the model at once (see `_runs`).
-MAX_RUN_TOKENS = 1024
+MAX_RUN_TOKENS = 512
 # Names the configuration may use for the local model.
 _LOCAL_MODEL_NAMES = frozenset(
     {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", MINILM_MODEL_ID}

@@ -6,7 +6,7 @@ in memory: the session took 160 MB more than the process had before (285 MB at i
 folding), the largest single part of a daemon's or an ingest's size. Saving the folded graph
 once, with its weights in a separate file (onnxruntime's external initializers), and opening
 that instead costs 52 MB (130 MB peak) for the same vectors bit for bit and the same speed
-(bench figures in README, "Speed and size").
+(measured in the README's "Dependencies" section and benchmark table).
 
 Where it lives: ``$ENGRAM_MD_MODEL_CACHE``, else ``$XDG_CACHE_HOME/engram-md/models``, else
 ``~/.cache/engram-md/models`` — one folder per model file and onnxruntime version (a graph
