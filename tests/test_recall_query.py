@@ -3,15 +3,16 @@ time question changes in recall: the words of outdated statements come back for 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from engram_md.recall.query import query_features
+from engram_md.recall.query import query_features, respelled
 from engram_md.recall.wire import RecallOptions
 from engram_md.text.embeddings import LocalMiniLM
 
-from .test_recall import moved_to_munich, recaller
+from .test_recall import moved_to_munich, recaller, said
 
 
 @pytest.mark.parametrize(
@@ -45,3 +46,40 @@ def test_a_question_about_time_gets_the_outdated_words_back(
     assert berlin in then  # about time: what was said before the move is history
     # The superseded fact itself is still not recalled: only the words said.
     assert "Lee lives in Berlin." not in then
+
+
+@pytest.mark.parametrize(
+    ("query", "speakers", "read_as"),
+    [
+        ("What does John do on weekends?", ["Jon", "Gina"], "What does Jon do on weekends?"),
+        ("Where did Sarah's sister move?", ["Sara"], "Where did Sara's sister move?"),
+        ("Has Micheal called?", ["Michael", "michael"], "Has Michael called?"),
+        # Letter for letter is another name as often as a typo: left as asked.
+        ("What did Mary say?", ["Mark"], "What did Mary say?"),
+        # Two speakers one slip away: no way to tell which was meant.
+        ("Where is Dan?", ["Dana", "Dani"], "Where is Dan?"),
+        # A name someone has is theirs, even with another one slip away.
+        ("Where is Jon?", ["Jon", "John"], "Where is Jon?"),
+        ("What did Gina say?", ["Jean"], "What did Gina say?"),
+    ],
+)
+def test_a_name_one_slip_from_a_speaker_is_read_as_theirs(
+    query: str, speakers: list[str], read_as: str
+) -> None:
+    assert respelled(query, speakers) == read_as
+
+
+def test_a_misspelled_name_is_not_an_unknown_one(tmp_path: Path, minilm: LocalMiniLM) -> None:
+    rows = [
+        replace(said("t1", "Jon: I lost my banking job, so I am opening a dance studio."),
+                speaker="Jon"),
+        replace(said("t2", "Gina: My store sells clothes online now."), speaker="Gina"),
+        replace(said("t3", "Jon: The studio floor arrives on Monday."), speaker="Jon"),
+    ]  # fmt: skip
+    r = recaller(tmp_path, minilm, rows)
+    asked = RecallOptions(record_access=False)
+    found = r.recall("What is John opening?", asked)
+    assert found.query == "What is John opening?"  # the answer names the question as asked
+    assert rows[0].content in [m.content for m in found.memories]
+    # A name nobody in the folder has, nor is one slip from, still meets the stricter floor.
+    assert r.recall("What is Priyanka opening?", asked).memories == ()

@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..core.crashpoints import crashpoint
 from ..core.errors import EngramError, IndexError_
@@ -140,6 +141,7 @@ class MemoryIndex:
         self._lock = threading.RLock()
         self._resident: Resident | None = None
         self._checked_at = 0.0
+        self._speakers: tuple[tuple[int, int, int], tuple[str, ...]] | None = None
         self._writes_since_optimize = 0
         # Held-back writes (see hold_writes): applied to the resident copy, not yet committed.
         self._hold_seconds = 0.0
@@ -360,6 +362,18 @@ class MemoryIndex:
                 resident.columns.slice(0, resident.n).select(list(names)).filter(pa.array(mask))
             )
         return {name: chosen.column(name).to_pylist() for name in names}
+
+    def speakers(self) -> tuple[str, ...]:
+        """The distinct speakers of the live rows, as written. Kept until the table grows or
+        changes (recall asks on every query, to read a misspelled name in a question)."""
+        with self._lock:
+            resident = self._current()
+            key = (id(resident), resident.n, resident.dead)
+            if self._speakers is None or self._speakers[0] != key:
+                column = resident.columns.column("speaker").slice(0, resident.n)
+                found = tuple(sorted({s for s in pc.unique(column).to_pylist() if s}))
+                self._speakers = (key, found)
+            return self._speakers[1]
 
     def paths(self, ids: Sequence[str]) -> dict[str, str]:
         """id -> path relative to the memory folder, for the ids the index holds."""

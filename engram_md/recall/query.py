@@ -2,7 +2,8 @@
 asks about time.
 
 Names lift memories that carry them (as speaker, entity or word) and tell recall when a query
-is about something the folder never mentions; dates lift memories from the range named; a
+is about something the folder never mentions; a name one slip away from someone who speaks in
+the folder ("John" for "Jon") is read as theirs; dates lift memories from the range named; a
 question about time ("when…", "how long…") also wants what was said before it changed.
 """
 
@@ -126,3 +127,45 @@ def names_known(rows: Iterable[IndexRow], features: QueryFeatures) -> bool:
         if wanted & carried or written.search(row.content):
             return True
     return False
+
+
+def respelled(query: str, speakers: Sequence[str]) -> str:
+    """``query`` with each name that no speaker has, but exactly one speaker's name is one
+    slip away from, written as that speaker writes it: "What did John say?" asked of a
+    folder where Jon speaks. A slip is a letter added, dropped or swapped with its neighbour
+    ("Jon"/"John", "Sarah"/"Sara", "Micheal"/"Michael"), never one letter for another, which
+    makes another name as often as a typo ("Mark"/"Mary"). Without this, a query whose only
+    names are unknown meets the stricter relevance floor and is answered with nothing."""
+    names = query_features(query).spellings
+    if not names or not speakers:
+        return query
+    known: dict[str, str] = {}
+    for spelling in sorted(speakers):  # capitalized first: "Jon" is kept over "jon"
+        known.setdefault(spelling.casefold(), spelling)
+    for name in names:
+        lower = name.casefold()
+        if lower in known or len(lower) < 3:
+            continue
+        near = [spelling for k, spelling in known.items() if _one_slip(lower, k)]
+        if len(near) == 1:
+            query = regex.sub(rf"\b{regex.escape(name)}\b", near[0], query)
+    return query
+
+
+def _one_slip(a: str, b: str) -> bool:
+    """One letter added or dropped, or two neighbours swapped; the longer has 4+ letters."""
+    if max(len(a), len(b)) < 4 or min(len(a), len(b)) < 3:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        if len(diff) != 2 or diff[1] != diff[0] + 1:
+            return False
+        i, j = diff
+        return a[i] == b[j] and a[j] == b[i]
+    short, long = sorted((a, b), key=len)
+    if len(long) - len(short) != 1:
+        return False
+    i = 0
+    while i < len(short) and short[i] == long[i]:
+        i += 1
+    return short[i:] == long[i + 1 :]

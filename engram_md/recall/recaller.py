@@ -42,7 +42,14 @@ from .fusion import (
     statement_words,
 )
 from .neighbors import neighbour_support
-from .query import date_match, name_match, name_pattern, names_known, query_features
+from .query import (
+    date_match,
+    name_match,
+    name_pattern,
+    names_known,
+    query_features,
+    respelled,
+)
 from .result import Candidate, RecallResult, ScoreParts
 from .wire import (
     DEFAULT_OPTIONS,
@@ -174,9 +181,10 @@ class Recaller:
         inactive_ok = (
             cfg.include_inactive if options.include_inactive is None else options.include_inactive
         )
-        query = query.strip()
-        if not query:
-            return RecallResult(query, (), 0, budget)
+        asked = query.strip()
+        if not asked:
+            return RecallResult(asked, (), 0, budget)
+        query = respelled(asked, self.index.speakers())
         # explain looks at inactive memories too, to say why they were left out.
         where = FACTS if (inactive_ok or explain) else ACTIVE
         pool, qvec, said_hits = self._candidates(query, where)
@@ -211,6 +219,7 @@ class Recaller:
         windows = windows[: max(0, room)]
         return replace(
             result,
+            query=asked,
             memories=result.memories + windows,
             tokens=result.tokens + sum(estimate_tokens(m.content) for m in windows),
             budget=budget,
