@@ -1,0 +1,192 @@
+"""Endings: what a statement says ended ("left Shopify", "the Saab died"), was done
+("finally called the bank"), was put right ("passport renewed") or found ("got the job"), and
+how life moved on (a birth, a graduation, a job found, back from leave)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import regex
+
+from .slots import _A, Claim
+from .words import _ADVERB, _APOS, _I, _LEMMA, _WORD, _stem, salient
+
+# Cues that end what follows them ("left Shopify", "scrapped React", "bye comcast").
+_ENDING = regex.compile(
+    r"\b(?:left|leaving\s+(?!for\b)|quit|quitting|dropped(?:\s+out\s+of)?|ditched|scrapped|"
+    r"turned\s+down|accepted\s+an\s+offer\s+(?:on|for)|f[ae]ll(?:ing)?\s+out\s+with|"
+    rf"(?:(?<=\b(?:finally|mostly|fully|just|now|i{_APOS}m|i\s+am)\s+)|^)(?:over|off)(?=\s+(?:the|my)\s)|"
+    r"paid\s+off|"
+    r"changed(?=\s+(?:my|our)\s+(?!minds?\b))|cut\s+out|(?:came|come|coming|got|getting|weaned)\s+"
+    r"off|gave\s+away|donated|rehomed|recovered\s+from|got\s+over|"
+    r"cancell?ed|called\s+off|sold|selling|traded\s+in|closed|shelved|gave\s+up(?:\s+on)?|"
+    r"given\s+up(?:\s+on)?|stopped|moved\s+(?:off|out\s+of|away\s+from)|moving\s+off|"
+    r"switched\s+(?:away\s+)?from|got\s+rid\s+of|stepped\s+down\s+(?:as|from)|"
+    r"said\s+(?:good)?bye\s+to|bye(?=\s+(?-i:[a-z]))|"
+    r"laid\s+off\s+(?:from|at|by)|last\s+day\s+at|fired\s+from|broke\s+up\s+with|"
+    r"split\s+(?:up\s+)?with|retired\s+from|discharged\s+from|no\s+longer(?:\s+\w+)?|"
+    r"not\s+going\s+back\s+to|done\s+with|finished\s+with|over\s+with|moved\s+on\s+from|"
+    r"no\s+more|ended(?!\s+up)|un-?subscribed\s+from|deleted|uninstalled|replaced|withdrew|"
+    r"backed\s+out\s+of|pulled\s+out\s+of|wiped|cancel|gave\s+up|handed\s+in\s+\S+\s+notice\s+"
+    r"(?:at|to)|not\s+touching|handed|decommissioned|got\s+out\s+of|sold\s+off|"
+    rf"(?:haven{_APOS}?t|have\s+not)\s+touched|(?:do|does)(?:n{_APOS}?t|\s+not)\s+(?:work|live)\s+"
+    r"(?:at|in|for)|(?:switched|changed)(?=\s+[\p{L}]+s\b))\s+" + _A + r"(?P<v>"
+    r"[^,.;:!?()]{1,50}?)(?=\s*(?:$|[,.;:!?()]|\s(?:and|but|so|because|since|for|after|into|from|"
+    r"last|this|yesterday|today|in|on|at|to|with|again|over|now|anymore)\b))",
+    _I,
+)
+# The same, with what ends first: "Flutter is out", "the S9 finally died", "crutches are gone".
+_ENDED_SUBJECT = regex.compile(
+    r"(?:^|[,.;:!?]\s*|\b(?:the|my|our)\s+)(?P<v>[\p{L}\p{N}][\p{L}\p{N}'’\-]*"
+    r"(?:\s+[\p{L}\p{N}][\p{L}\p{N}'’\-]*){0,2})\s+"
+    rf"(?:(?:is|are|has\s+been|got|{_APOS}s)\s+(?:finally\s+|officially\s+|now\s+|\p{{L}}+ly\s+|"
+    r"all\s+)?"
+    r"(?:out|gone|over|dead|history|cancell?ed|off\s+the\s+table|for\s+sale|no\s+more|closed|"
+    r"retired|healed|approved|granted|fixed|sorted|resolved|switched\s+off|shut\s+down|off|"
+    r"written\s+off|totall?ed|wrecked|stolen|scrapped|good\s+now|fine\s+now|better\s+now|"
+    r"back\s+to\s+normal)|"
+    r"(?:has\s+|have\s+)?(?:finally\s+)?(?:died|got\s+stolen|was\s+stolen|broke\s+down|healed|"
+    r"ended|expired|fell\s+through|finished|complete|completed|passed\s+away|came\s+off|wrapped\s+up|shut\s+down|closed\s+down|went\s+bust|"
+    r"folded|went\s+under))"
+    r"(?=\s*(?:$|[,.;:!?(]|\s(?:and|but|so|because|now|today|yesterday|finally|at\s+last|"
+    r"this\s+\w+|last\s+\w+|in|at|on|after|during|with)\b|\s*[^\p{L}\p{N}\s]))",
+    _I,
+)
+
+
+_PRONOUN = regex.compile(r"it|that|this|them|those|these", _I)
+# "Ripping Firebase out of the project": what is torn out ends.
+_TORN_OUT = regex.compile(
+    r"\b(?:(?:rip|rips|ripp(?:ed|ing)|yank(?:s|ed|ing)?|tore|tear(?:s|ing)?|cut|cutting)\s+"
+    r"(?:the\s+|my\s+|our\s+)?(?P<v>[^,.;:!?()]{1,40}?)\s+out|(?:traded|trading|trade)\s+"
+    r"(?:the\s+|my\s+|our\s+)?(?P<v>[^,.;:!?()]{1,40}?)\s+in|(?:sold|gave)\s+(?:the\s+|my\s+|"
+    r"our\s+)?(?P<v>[^,.;:!?()]{1,40}?)\s+(?:off|away))\b",
+    _I,
+)
+# Nouns that name what holds the point rather than the point ("the farm idea").
+_CONTAINERS = frozenset(
+    _stem(w)
+    for w in """program programme course class degree plan idea thing job role app application
+    subscription membership account service project lessons training contract""".split()
+)
+
+
+def _ended(who: str, phrase: str, ignore: list[str], *, whole: bool = False) -> Iterator[Claim]:
+    """An ending of ``phrase``; ``whole`` when the phrase is a clause an "it" stood for, whose
+    every word may name what ended."""
+    # "knee is fully (healed)": the knee, not how it healed
+    phrase = _ADVERB.sub("", regex.sub(r"\s+(?:is|are|was|were|has|have|got)\b.*$", "", phrase))
+    value = salient(phrase, ignore)
+    if not value:
+        return
+    words = [w for w in _WORD.findall(phrase) if _stem(w) in value]
+    core = {_stem(w) for w in words if w[0].isupper()}
+    if words:
+        core.add(_stem(words[-1]))
+        if len(words) > 1 and _stem(words[-1]) in _CONTAINERS:  # "the master's program"
+            core.add(_stem(words[-2]))
+    if whole:
+        core.update(value)
+    yield Claim(who, "ended", value, ended=True, core=frozenset(core), said=phrase.strip())
+
+
+# Cues that the work of a plan was done or called off, wherever they stand in the clause.
+_DONE = regex.compile(
+    r"\b(?:finished|completed|done|submitted|shipped|sent|delivered|handed\s+in|turned\s+in|"
+    r"went\s+in|achieved|booked(?!\s+(?:\S+\s+){0,3}?for\b)|ordered|installed|repaired|set\s+up|picked\s+up|returned|"
+    r"filed|published|launched|released|wrapped\s+up|went\s+live|is\s+live|migrated|renewed|"
+    rf"paid(?:\s+off)?|cancell?ed|called\s+off|scrapped|is\s+off|{_APOS}s\s+off|"
+    rf"didn{_APOS}?t\s+end\s+up|not\s+happening|defended|passed|signed|got\s+back|arrived|"
+    r"sorted|fixed|postponed\s+indefinitely|went\s+out|went\s+(?:really\s+)?well|"
+    r"cancel|had\s+(?:his|her|their)|"
+    # "kitchen's painted", "the tap is fixed": done, said of the work itself
+    rf"(?:is|{_APOS}s|are|was|were)\s+(?:been\s+)?(?:all\s+|finally\s+|now\s+)?(?:[a-z]+ed|done)(?=\W|$)"
+    r"(?!\s+(?:for|to|until|till)\b)"  # "is booked for February" is still to come
+    r"(?!\s+(?:me|us|him|her|them|you)\b))\b",
+    _I,
+)
+# A past verb of the holder's: first in its clause ("finally called the bank") or right after
+# them ("I called the bank") -- not "they helped me".
+_PAST_VERB = regex.compile(
+    rf"(?:^|\b(?:i|we|(?-i:[A-Z])\w+)\s+)(?:(?:finally|just|already|actually|also)\s+)?"
+    rf"(?P<verb>\p{{L}}{{3,}}ed|{'|'.join(_LEMMA)})\b(?!\s+(?:to|by|\p{{L}}+ed|\p{{L}}+en)\b)",
+    _I,
+)
+# Words that say only that something was done, whatever it was.
+_DONE_WORDS = frozenset(
+    """finished completed done submitted shipped sent delivered handed turned filed published
+    launched released wrapped went live passed signed sorted fixed arrived got achieved""".split()
+)
+
+
+# A search, and its end: "I'm job hunting" → "got the job!!"
+_SEEKING = regex.compile(
+    r"\b(?:looking|searching|hunting|shopping|waiting|waiting\s+list)\s+(?:around\s+)?(?:for|on)\s+"
+    r"(?:(?:a|an|the|my|our|some)\s+)?"
+    r"(?:new\s+)?(?P<v>[\p{L}\-]+(?:\s+[\p{L}\-]+)?)|\b(?P<v>job|house|flat|apartment|home)"
+    r"[\s\-]+hunting\b",
+    _I,
+)
+_FOUND = regex.compile(
+    r"(?P<v>[\p{L}\-]+)\s+(?:came\s+(?:back|through|in)|(?:have|has)\s+arrived|are\s+in)\b|"
+    r"\b(?:found|got(?!\s+(?:\w+ed|\w+en|rid|back|over|off|out|up|into|to)\b)|landed|bought|"
+    r"secured|signed\s+for|started)\s+(?:a|an|the|my|our)?\s*(?:new\s+)?"
+    r"(?:[\p{L}\-]+\s+)??(?P<v>[\p{L}\-]+)",
+    _I,
+)
+# Something wrong, and then put right: "my passport is expired" → "passport renewed".
+_PROBLEM = regex.compile(
+    r"\b(?:expired|broken|cracked|stolen|missing|pending|overdue|leaking|leaky|sprained|"
+    r"injured|infected|stuck|faulty)\b",
+    _I,
+)
+_RESOLVED = regex.compile(
+    r"\b(?:renewed|fixed|repaired|replaced|approved|sorted|healed|recovered|resolved|"
+    r"came\s+through|granted|working\s+again|back\s+up\s+and\s+running)\b",
+    _I,
+)
+
+
+_EMPLOYED = regex.compile(
+    r"\b(?:start(?:s|ed|ing)?|begin(?:s|ning)?|began)\s+(?:my\s+|a\s+|the\s+)?(?:new\s+)?"
+    r"(?:job|role|position)\b|\bgot\s+(?:a|the)\s+job\b|\b(?:got|was|been)\s+hired\b|"
+    r"\blanded\s+a\s+job\b|\bback\s+in\s+work\b",
+    _I,
+)
+# The end of studies: "I graduated", "defended my thesis".
+_GRADUATED = regex.compile(
+    rf"\b(?:graduated|defended|finished\s+(?:my|\w+{_APOS}s)\s+(?:degree|phd|masters?|studies|"
+    r"course))\b",
+    _I,
+)
+_STUDENT = frozenset(_stem(w) for w in "student phd candidate undergrad postgrad".split())
+
+
+def _is_other_birth(clause: str) -> bool:
+    """ "My sister's baby was born": someone else's, not the speaker's own (whose "our son
+    arrived" reads as another person's clause)."""
+    return (
+        regex.search(
+            rf"\b(?:his|her|their|\w+{_APOS}s)\s+(?:\w+\s+)?(?:baby|son|daughter|twins)\b",
+            clause,
+            flags=_I,
+        )
+        is not None
+    )
+
+
+_BORN = regex.compile(
+    rf"\b(?:was|were|got)\s+born\b|\bgave\s+birth\b|\bbaby(?:{_APOS}s|\s+is|\s+has)\s+"
+    r"(?:here|arrived)\b|\b(?:baby|son|daughter|twins|boy|girl)\s+(?:[\w\-]+\s+){0,2}"
+    r"(?:arrived|was\s+born|were\s+born)\b|\blost\s+the\s+baby\b|\bmiscarr\w+",
+    _I,
+)
+_ON_LEAVE = regex.compile(
+    r"\b(?:off\s+(?:work|sick)|signed\s+off|on\s+(?:\w+\s+)?leave|on\s+sick\s+leave|"
+    r"stay-at-home|furlough\w*)\b",
+    _I,
+)
+# Back from a leave: "back at work as of Monday", "back in the office after paternity leave".
+_BACK_FROM_LEAVE = regex.compile(
+    r"\bback\s+(?:at|in|to)\s+(?:the\s+)?(?:work|office|job|desk)\b", _I
+)

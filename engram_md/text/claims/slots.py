@@ -1,0 +1,510 @@
+"""Slots: what a statement claims about how its holder's life stands -- where they live,
+where they work, their role, their relationship, their diet, how many of one kind of thing
+they have, one thing of theirs and what it is -- each a :class:`Claim`; and a slot said to
+have changed with its value unsaid ("new job!", "we moved house")."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import regex
+
+from ..words import STOP_WORDS
+from .clauses import (
+    _ADDITIVE,
+    _INTENT,
+    _PAST,
+    _PEOPLE,
+    _WONDER,
+    _clauses,
+    _is_other,
+    _negated,
+    _without_speaker_label,
+)
+from .words import _APOS, _GENERIC, _I, _NUM, _WORD, _number, _numbers, _stem, salient
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One thing a statement says: ``slot`` holds ``value``, or no longer does (``ended``)."""
+
+    holder: str
+    slot: str  # residence, employer, role, relationship, diet, count:<noun>, plan, done,
+    #            ended, like, dislike, change, has
+    value: frozenset[str]
+    ended: bool = False
+    number: int | None = None
+    # What an ending is of, when its words say more than that ("our old car seat"): the
+    # last word, or a name in it -- "car seat" does not end "my car", "the Denver house"
+    # ends "we live in Denver".
+    core: frozenset[str] = frozenset()
+    said: str = field(default="", compare=False)  # the words as written, for reasons
+
+    @property
+    def key(self) -> str:
+        return self.holder
+
+
+_VALUE = r"(?P<v>[^,.;:!?()]{1,60}?)"
+_END = (
+    r"(?=\s*(?:$|[,.;:!?()]|\s(?:and|but|so|because|since|for|with|by|as|at|last|next|this|"
+    r"after|before|until|now|again|anymore|yet|though|ago|instead|while|when|which|who|where|"
+    r"these|up|near|to|on)\b))"
+)
+_A = r"(?:(?:the|a|an|my|our|his|her|their|some|this)\s+)?"
+
+
+def _slot_rule(verbs: str) -> regex.Pattern[str]:
+    return regex.compile(rf"\b(?:{verbs})\s+{_A}{_VALUE}{_END}", _I)
+
+
+_TEMPORARY = regex.compile(
+    r"\b(?:this\s+week|for\s+(?:work|a\s+conference|the\s+weekend|a\s+few\s+days)|visiting|"
+    r"trip|vacation|holiday|on\s+a\s+(?:trip|visit)|layover|meeting|hotel|airport|"
+    r"conference|tonight|today)\b",
+    _I,
+)
+_PLACE = (
+    r"(?!(?:January|February|March|April|May|June|July|August|September|October|November|"
+    r"December|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|Christmas|Easter)\b)"
+    r"(?P<v>(?-i:[A-Z][\p{L}\-]+)(?:\s+(?-i:[A-Z][\p{L}\-]+))?)(?![\p{L}'’])"
+)
+_RESIDENCE_RULES = (
+    regex.compile(
+        rf"\b(?:live[sd]?|living|moved(?:\s+back)?|move|relocated|relocating|emigrated|shifted|"
+        rf"based(?:\s+out)?|"
+        rf"settled(?:\s+down)?|(?:flat|apartment|house|place|home|condo|room|\d-bed|bedroom|"
+        rf"studio|bungalow|cottage|terrace|semi)|home\s+(?:for\s+(?:me|us)\s+)?is|"
+        rf"staying|crashing|raised|up|down|out|over)\s+(?:[\w'’\-]+\s+){{0,3}}?"
+        rf"(?:in|to|at|into|outside|near|of)\s+(?:(?:central|north|south|east|west|downtown|"
+        rf"inner|greater|outer)\s+)?{_PLACE}",
+        _I,
+    ),
+    regex.compile(rf"\bhome\s+is\s+{_PLACE}|{_PLACE}\s+is\s+(?:now\s+)?home\b", _I),
+    regex.compile(rf"{_PLACE}-based\b", _I),
+    regex.compile(
+        r"\b(?:live[sd]?|living)\s+(?:out\s+)?in\s+the\s+(?P<v>countryside|suburbs|city|"
+        r"village|mountains|coast|country)\b",
+        _I,
+    ),
+    regex.compile(
+        rf"\b(?:i{_APOS}m|i\s+am|we{_APOS}re|we\s+are|[A-Z]\w+\s+is|\w+{_APOS}s\s+family\s+is|"
+        rf"(?:i|we|[A-Z]\w+){_APOS}ve\s+been|(?:i|we)\s+have\s+been|[A-Z]\w+\s+has\s+been)"
+        rf"\s+(?:now\s+|still\s+|currently\s+|back\s+|down\s+|up\s+|out\s+|over\s+)?"
+        rf"(?:in|based\s+in)\s+{_PLACE}",
+        _I,
+    ),
+    # "we're in a proper house now", "I'm in a studio flat"
+    regex.compile(
+        rf"\b(?:i{_APOS}m|i\s+am|we{_APOS}re|we\s+are)\s+(?:now\s+)?in\s+(?:a|an|our|my)\s+"
+        r"(?:[\w\-]+\s+){0,2}?(?P<v>house|flat|apartment|bungalow|cottage|studio|houseboat|"
+        r"dorm|halls|hostel|terrace|condo)\b",
+        _I,
+    ),
+    regex.compile(rf"\bin\s+{_PLACE}\s+now\b", _I),
+    # "living at my parents' place", "staying with my sister"
+    regex.compile(
+        r"\b(?:live|lives|living|staying|crashing)\s+(?:at|with|in)\s+(?P<v>(?:my|our|a|an)\s+"
+        r"[^,.;:!?()]{1,30}?)(?=\s*(?:$|[,.;:!?()]|\s(?:for|since|until|till|now|and|but|so)\b))",
+        _I,
+    ),
+)
+
+
+# "We relocated at the start of the month" says where they live when the statement names
+# the place elsewhere: "Writing to you from Oslo!", "new city — Quebec City".
+_RELOCATED = regex.compile(
+    r"\b(?:relocated|moved\s+(?:house|cities|countries|abroad|here|over|in)|the\s+move|"
+    r"new\s+city|"
+    r"we\s+moved|i\s+moved)\b(?!\s+(?:the|my|our|a)\b)",
+    _I,
+)
+_NAMED_PLACE = regex.compile(rf"(?:\b(?:from|in|to|into)\s+|new\s+city\W+){_PLACE}", _I)
+
+
+def _relocation(text: str, holder: str) -> Iterator[Claim]:
+    body = _without_speaker_label(text)
+    if not _RELOCATED.search(body) or _WONDER.search(body) or _INTENT.search(body):
+        return
+    if any(_is_other(clause, holder) for clause in _clauses(body) if _RELOCATED.search(clause)):
+        return
+    for clause in _clauses(body):
+        if _PAST.search(clause) or _TEMPORARY.search(clause):
+            continue  # "I grew up in Sheffield, moved here at 18": not where they live now
+        for m in _NAMED_PLACE.finditer(clause):
+            yield Claim(holder, "residence", salient(m.group("v")), said=m.group("v"))
+
+
+_EMPLOYER_RULES = (
+    _slot_rule(
+        r"works?\s+(?:at|for)|working\s+(?:at|for)|employer\s+is|employed\s+(?:at|by)|"
+        rf"(?:i{_APOS}m|i\s+am|is)\s+(?:now\s+)?at|(?:been|be)\s+at|"
+        r"joined(?=\s+(?:the\s+)?(?-i:[A-Z])|\s+(?:a|an)\s+(?:[\w-]+\s+){0,2}"
+        r"(?:company|firm|startup|consultancy|agency|bank|school|hospital|clinic|lab|studio|"
+        r"practice|fintech|nonprofit|charity)\b)|"
+        r"start(?:s|ed)?\s+at|"
+        rf"job\s+at|(?:i{_APOS}ve|has)\s+moved\s+to|now\s+at|teach(?:es)?\s+at|"
+        rf"(?:contractor|consultant|accountant|accounting|volunteer)\s+for|team\s+at|"
+        rf"(?:i{_APOS}m|i\s+am)\s+with"
+    ),
+)
+
+
+# Out of work: every job and employer said before ends.
+_JOBLESS = regex.compile(
+    rf"\b(?:i{_APOS}m|i\s+am|i|we|(?-i:[A-Z])\w+\s+is|(?-i:[A-Z])\w+)\s+(?:\w+\s+)?(?:retired|"
+    r"unemployed|jobless|between\s+jobs)\b(?!\s+(?:from|as)\b)|\b(?:got|was|been)\s+(?:laid\s+off|"
+    rf"fired|made\s+redundant)\b(?!\s+from)|\blost\s+(?:my|\w+{_APOS}s)\s+job\b|"
+    r"\blet\s+(?:me|us|\w+)\s+go\b(?=\s*(?:$|[,.;!]|\s+(?:last|this|yesterday|today|on|in)\b))",
+    _I,
+)
+
+
+_ROLE_WORDS = (
+    r"(?:developer|dev|engineer|nurse|teacher|manager|lead|director|student|designer|analyst|"
+    r"scientist|intern|consultant|principal|professor|doctor|dr|officer|assistant|associate|"
+    r"architect|pm|chef|cook|clerk|accountant|lawyer|editor|writer|researcher|postdoc|"
+    r"technician|administrator|admin|supervisor|coordinator|specialist|head|founder|ceo|cto|"
+    r"vp|owner|partner|worker|ic|contractor|treasurer|chair|chairperson|secretary|president|"
+    r"coach|sdet|trainee|apprentice|captain|freelancer|resident|fellow|librarian|barista|"
+    r"cashier|driver|pilot|paramedic|firefighter|therapist|pharmacist|dentist|vet|mechanic|"
+    r"electrician|plumber|programmer|tester|qa|sre|devops|recruiter|salesperson|rep|agent|"
+    r"candidate|receptionist|cleaner|carer|caregiver|nanny|tutor|lecturer|surgeon|midwife|"
+    r"solicitor|barrister|journalist|photographer|artist|musician|actor|baker|butcher|farmer|"
+    r"gardener|builder|carpenter|decorator|waiter|waitress|bartender|server|courier|porter|"
+    r"guard|soldier|paralegal|auditor|economist|statistician|chemist|biologist|physicist|"
+    r"translator|interpreter|copywriter|marketer|strategist|planner|producer|animator|"
+    r"illustrator|dietitian|physio|physiotherapist|optician|radiographer|headteacher|dean|"
+    r"ta|ra|tutor|volunteer|leader|member|employee)"
+)
+_ROLE_RULES = (
+    regex.compile(
+        rf"(?:^|\b(?:i{_APOS}m|i\s+am|[A-Z]\w+\s+is|works?\s+as|working\s+as|promoted\s+to|"
+        rf"made(?:\s+(?:me|him|her|(?-i:[A-Z])\w+))?|became|(?:bumped|moved|stepped)\s+up\s+(?:to|as)|role\s+is|title\s+is|(?:new\s+)?(?:role|"
+        rf"job|position)\s+as|back\s+to\s+being|now|currently|as|into|(?:title|role|position)\s+"
+        rf"(?:changed\s+to|is\s+now)))\s+(?:now\s+)?(?:(?:a|an|the)\s+)?"
+        rf"(?P<v>(?:[\p{{L}}\-'’]+\s+){{0,3}}?{_ROLE_WORDS}s?)\b",
+        _I,
+    ),
+)
+_MOVED_UP = regex.compile(
+    r"\b(?:promoted|made|became|bumped\s+up|moved\s+up|stepped\s+up|qualified)\b", _I
+)
+# A job said with its verb: "I teach 5th grade" is a teacher's role.
+_ROLE_VERBS = regex.compile(
+    r"\b(?:[Ii]|[A-Z]\w+)\s+(?P<verb>teach(?:es)?|coach(?:es)?|nurse[sd]?|manage[sd]?)\b(?!\s+to\b)"
+)
+_ROLE_OF_VERB = {"teach": "teacher", "coach": "coach", "nurse": "nurse", "manag": "manager"}
+_PARTNERS = r"boyfriend|girlfriend|wife|husband|fianc[ée]e?"
+_RELATIONSHIP = (
+    (
+        "single",
+        r"single|on\s+my\s+own|broke\s+up|split\s+up|separated|separating|divorced|divorcing|"
+        r"(?:going\s+through|getting)\s+a\s+divorce|"
+        rf"(?:and\s+i|and\s+me)\s+(?:are|{_APOS}re)\s+(?:done|over|finished)\b|"
+        r"called\s+it\s+quits|parted\s+ways|went\s+our\s+separate\s+ways|ended\s+things|"
+        r"(?:no\s+longer|not)\s+together",
+    ),
+    ("widowed", r"widowed|widow|widower"),
+    (
+        "dating",
+        r"dating|seeing\s+(?:someone|a\s+\w+)|boyfriend|girlfriend|together\s+\d+|"
+        r"been\s+together|(?:live|living)\s+together|moved\s+in\s+together|in\s+a\s+relationship|"
+        r"back\s+together",
+    ),
+    ("engaged", r"engaged|fianc[ée]e?|proposed"),
+    (
+        "married",
+        r"married|remarried|eloped|tied\s+the\s+knot|got\s+hitched|wedding\s+was|honeymoon|my\s+(?:wife|husband)\b",
+    ),
+)
+
+
+def _relationship(clause: str, who: str, holder: str) -> Iterator[Claim]:
+    """The speaker's relationship: "my girlfriend Sasha lives with me" says the speaker is
+    dating, though the clause is about Sasha."""
+    own = rf"(?:my|our|{regex.escape(holder)}{_APOS}s)" if holder else r"(?:my|our)"
+    partner = regex.search(rf"\b{own}\s+(?P<p>{_PARTNERS})\b", clause, flags=_I)
+    if partner is not None:
+        who = holder
+    for status, words in _RELATIONSHIP:
+        if regex.search(rf"\b(?:{words})\b", clause, flags=_I):
+            yield Claim(who, "relationship", frozenset({status}))
+
+
+_DIET = (
+    ("vegan", r"vegan"),
+    ("vegetarian", rf"vegetarian|(?:do|does)(?:n{_APOS}?t|\s+not)\s+eat\s+meat|no\s+meat"),
+    ("pescatarian", r"pescatarian|eat(?:ing)?\s+fish"),
+    ("omnivore", r"eat(?:ing|s)?\s+meat(?:\s+again)?|eating\s+meat"),
+)
+
+
+def _state_claims(clause: str, who: str, holder: str) -> Iterator[Claim]:
+    additive = _ADDITIVE.search(clause) is not None
+    if not _TEMPORARY.search(clause):
+        for rule in _RESIDENCE_RULES:
+            for m in rule.finditer(clause):
+                if not _negated(clause, m.start()):
+                    yield Claim(who, "residence", salient(m.group("v")), said=m.group("v"))
+    jobless = _JOBLESS.search(clause) is not None  # "lost my job at Acme" says no employer
+    for rule in () if jobless else _EMPLOYER_RULES:
+        for m in rule.finditer(clause):
+            value = salient(m.group("v"))
+            if value and not additive and not _negated(clause, m.start()):
+                yield Claim(who, "employer", value, said=m.group("v").strip())
+    for m in _ROLE_VERBS.finditer(clause):
+        role = _ROLE_OF_VERB.get(_stem(m.group("verb")), "")
+        if role:
+            yield Claim(who, "role", frozenset({_stem(role)}), said=role)
+    for rule in _ROLE_RULES:
+        for m in rule.finditer(clause):
+            said = m.group("v")
+            # "promoted to senior lecturer": a new title even when it holds the old one's words
+            up = frozenset({"up"}) if _MOVED_UP.search(m.group(0)) else frozenset()
+            value = salient(said) or frozenset({said.casefold()})
+            yield Claim(who, "role", value, core=up, said=said)
+    yield from _relationship(clause, who, holder)
+    for diet, words in _DIET:
+        if regex.search(rf"\b(?:{words})\b", clause, flags=_I):
+            yield Claim(who, "diet", frozenset({diet}))
+            break
+    if not additive and not regex.search(r"\bmore\b", clause, flags=_I):
+        yield from _counts(clause, who)
+
+
+_COUNT_RULES = (
+    # "managing a team of six"
+    regex.compile(
+        rf"\b(?P<noun>team|staff|class|band|crew|household)\s+of\s+(?:about\s+|around\s+)?"
+        rf"(?P<n>{_NUM})\b",
+        _I,
+    ),
+    # "a four-piece now": the members of a band
+    regex.compile(rf"\b(?P<n>{_NUM})-piece\s+(?:band\s+)?(?P<noun>now)\b", _I),
+    regex.compile(
+        rf"\b(?:have|has|had|got|own|owns|with|down\s+to|up\s+to|crossed|now|just|only)\s+"
+        rf"(?:(?:about|around|roughly|like|the|just|only|exactly)\s+)*(?P<n>{_NUM})\s+"
+        rf"(?:\w+\s+)?(?P<noun>[\p{{L}}]+)",
+        _I,
+    ),
+    regex.compile(
+        rf"\b(?P<n>{_NUM})\s+(?P<noun>kids|children|cats|dogs|cars|employees|people|"
+        r"engineers|reports|pets)\s+now\b",
+        _I,
+    ),
+    regex.compile(
+        rf"\b(?P<noun>team|company|startup|department|group|class)(?:\s+(?:is|has|"
+        rf"grew\s+to|went\s+(?:up|down)\s+to|(?:is|are)\s+(?:now\s+)?(?:down|up)\s+to)|"
+        rf"{_APOS}s\s+(?:now\s+)?(?:down|up)\s+to)\s+(?:about\s+|around\s+)?(?P<n>{_NUM})\b",
+        _I,
+    ),
+    regex.compile(rf"\b(?P<n>{_NUM})\s+of\s+(?P<noun>us)\b", _I),
+    # "our second was born": the count of children it makes
+    regex.compile(
+        r"\b(?:our|my)\s+(?P<n>second|third|fourth|fifth)\s+(?:(?P<noun>baby|child|kid)\s+)?"
+        r"(?:was\s+born|arrived|is\s+here)\b",
+        _I,
+    ),
+    # "a third cat": the count it makes
+    regex.compile(
+        r"\b(?:a|our|my)\s+(?P<n>second|third|fourth|fifth|sixth)\s+(?:[\w\-]+\s+)?"
+        r"(?P<noun>cat|dog|kid|child|baby|car|pet)\b",
+        _I,
+    ),
+    # "a one-car family", "a two-dog household"
+    regex.compile(
+        rf"\b(?P<n>{_NUM})-(?P<noun>car|dog|cat|kid|child)\s+(?:family|household|home)\b", _I
+    ),
+    # "baby number three", "a four-piece (band)"
+    regex.compile(rf"\b(?P<noun>baby|kid|child)\s+(?:number|no\.?|#)\s*(?P<n>{_NUM})\b", _I),
+    regex.compile(
+        rf"\b(?P<noun>reports|kids|employees|team)\s+went\s+(?:up|down)\s+to\s+"
+        rf"(?P<n>{_NUM})\b",
+        _I,
+    ),
+)
+SOME = -1  # "we bought a car": at least one, after none
+FEWER = -2  # "we lost our old dog": one fewer than before
+_LOST_ONE = regex.compile(
+    r"\bone\s+of\s+(?:our|my|the)\s+(?:\p{L}+\s+)?(?P<noun>\p{L}+?)s\s+(?:has\s+|have\s+)?"
+    r"(?:passed\s+away|died|ran\s+away|got\s+(?:stolen|nicked|taken))\b|"
+    r"\b(?:lost|killed|took|put\s+down|buried|rehomed|gave\s+away|sold)\s+(?:one\s+of\s+(?:our|my|the)\s+"
+    r"(?:\p{L}+\s+)?(?P<noun>\p{L}+?)s\b|(?:our|my|the)\s+(?:old\s+|oldest\s+|youngest\s+)?"
+    r"(?P<noun>cat|dog|pet|car|bike|chicken|hen|horse)\b)",
+    _I,
+)
+_NONE_OF = regex.compile(
+    rf"\b(?:do(?:n{_APOS}t|\s+not)|does(?:n{_APOS}t|\s+not))\s+(?:have|own)\s+(?:a|an|any)\s+"
+    r"(?P<noun>[\p{L}]+)",
+    _I,
+)
+_ACQUIRED = regex.compile(
+    r"\b(?:bought|adopted|got)\s+(?:a|an|our\s+first|my\s+first)\s+(?:[\w-]+\s+)?(?P<noun>car|"
+    r"house|dog|cat|bike|home|flat|apartment|puppy|kitten)\b",
+    _I,
+)
+# A count said of how things stand now, not of an event ("had 2 beers").
+_STATE_NOW = regex.compile(
+    rf"\b(?:now|is|are|have|has|makes|left|total|down\s+to|up\s+to|going\s+forward|runs|"
+    rf"keeps?|employs?|with)\b|"
+    rf"{_APOS}(?:s|re|ve)\b",
+    _I,
+)
+_MANY = r"(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_ANY_COUNT = regex.compile(
+    rf"\b(?P<n>\d+|{_MANY})\s+(?P<after>[\p{{L}}\-']+(?:\s+[\p{{L}}\-']+)?)|"
+    rf"\b(?P<noun>staff|household|team|family|crew|class|band|group)\s+of\s+(?P<n>\d+|{_NUM})\b",
+    _I,
+)
+_UNITS = frozenset(
+    """
+    years year months month weeks week days day hours hour minutes minute times time miles
+    mile km kilometers kilometres k cups cup percent dollars euros pounds bucks kg kilos lbs
+    pounds grams meters metres feet inches episodes pages words chapters lessons sessions
+    reps sets laps rounds goals points games matches shots drinks beers glasses coffees
+    tries attempts nights ago more less other others things ones am pm
+    """.split()
+)
+# Nouns counted as one kind: "two kids" and "baby number three … three kids now".
+_COUNT_KIND = {
+    "kid": "kid", "kids": "kid", "child": "kid", "children": "kid", "son": "kid", "sons": "kid",
+    "daughter": "kid", "daughters": "kid", "baby": "kid", "babies": "kid",
+    "employee": "people", "employees": "people", "people": "people", "engineer": "people",
+    "engineers": "people", "team": "people", "company": "people", "staff": "people",
+    "us": "people", "person": "people", "members": "people", "analysts": "people",
+    "household": "people", "grandchildren": "grandkid", "grandkids": "grandkid",
+    "cat": "cat", "cats": "cat", "dog": "dog", "dogs": "dog", "car": "car", "cars": "car",
+    "report": "report", "reports": "report", "pet": "pet", "pets": "pet",
+    "member": "people", "now": "people",  # "a four-piece now"
+}  # fmt: skip
+
+
+def _counts(clause: str, who: str) -> Iterator[Claim]:
+    """How many of one kind of thing: "two kids", "a staff of 12", "down to one car"."""
+    found: dict[str, int] = {}
+    for rule in _COUNT_RULES:
+        for m in rule.finditer(clause):
+            kind = _COUNT_KIND.get((m.group("noun") or "kid").casefold())
+            n = _number(m.group("n"))
+            if kind is not None and n is not None:
+                found.setdefault(kind, n)
+    if _NONE_OF.search(clause):
+        for m in _NONE_OF.finditer(clause):
+            found[_count_kind(m.group("noun"))] = 0
+    if _STATE_NOW.search(clause):
+        for m in _ANY_COUNT.finditer(clause):
+            n = _number(m.group("n"))
+            noun = _counted_noun(m.group("after")) if m.group("after") else m.group("noun")
+            if n is not None and n > 1 and noun:
+                found.setdefault(_count_kind(noun), n)
+    for m in _ACQUIRED.finditer(clause):
+        found.setdefault(_count_kind(m.group("noun")), SOME)
+    for m in _LOST_ONE.finditer(clause):
+        found.setdefault(_count_kind(m.group("noun")), FEWER)
+    for kind, n in found.items():
+        yield Claim(who, f"count:{kind}", frozenset({kind}), number=n)
+
+
+def _counted_noun(after: str) -> str | None:
+    """The noun a number counts, from the words after it: a plural among the next two
+    ("three freelance clients"), else the first word that is not a stop word; none for a
+    unit ("five years", "12 hours")."""
+    words = [w.casefold() for w in _WORD.findall(after)][:2]
+    if not words or words[0] in _UNITS:
+        return None
+    plural = [w for w in words if w.endswith("s") and w not in STOP_WORDS and w not in _GENERIC]
+    if plural:
+        return None if plural[0] in _UNITS else plural[0]
+    for word in words:
+        if word in _UNITS:
+            return None
+        if word not in STOP_WORDS and word not in _GENERIC:
+            return word
+    return None
+
+
+def _count_kind(noun: str) -> str:
+    noun = noun.casefold()
+    return _COUNT_KIND.get(noun) or _stem(noun)
+
+
+# A slot said to have changed, its value unsaid: "new job!", "got promoted", "we moved house".
+_MOVED_ON = {
+    "residence": regex.compile(
+        r"\b(?:moved\s+(?:house|home|out|away|cities|countries|abroad)|new\s+(?:flat|apartment|"
+        r"house|home|address)|(?:i|we)\s+(?:just\s+|finally\s+)?(?:moved|relocated)(?=\s*(?:$|[,.;!]))"
+        r")\b",
+        _I,
+    ),
+    "employer": regex.compile(
+        r"\b(?:new\s+job|changed\s+jobs|switched\s+jobs|changed\s+employers?|job\s+change)\b",
+        _I,
+    ),
+    "role": regex.compile(
+        r"\b(?:got\s+(?:a\s+|the\s+)?promot(?:ed|ion)|was\s+promoted|been\s+promoted|"
+        r"new\s+(?:role|title|position))\b",
+        _I,
+    ),
+}
+
+
+# One thing of the holder's and what it is: "my main browser is Firefox", "Firefox is my
+# browser now", "Kai's commute is 90 minutes".
+def _attribute_rules(holder: str) -> tuple[regex.Pattern[str], ...]:
+    own = rf"(?:my|our{'|' + regex.escape(holder) + _APOS + 's' if holder else ''})"
+    noun = r"(?P<n>[\p{L}\-]{3,})"
+    value = r"(?P<v>[^,.;:!?()]{1,40}?)"
+    end = (
+        r"(?=\s*(?:$|[,.;:!?()]|\s(?:now|these\s+days|and|but|so|since|as\s+of|for|on|at|in|"
+        r"lol|tbh)\b))"
+    )
+    return (
+        regex.compile(
+            rf"\b{own}\s+(?:[\p{{L}}\-]+\s+){{0,2}}?{noun}\s+(?:is|are|{_APOS}s)\s+"
+            rf"(?:now\s+|currently\s+)?{value}{end}",
+            _I,
+        ),
+        regex.compile(
+            rf"(?:^|[,.;:!?]\s*){value}\s+(?:is|are|{_APOS}s)\s+(?:now\s+)?{own}\s+"
+            rf"(?:[\p{{L}}\-]+\s+){{0,2}}?{noun}{end}",
+            _I,
+        ),
+    )
+
+
+_SET_TO = regex.compile(
+    r"\b(?:cut|raised|increased|reduced|lowered|dropped|changed|moved|upped|bumped|put|set|"
+    r"switched)\s+(?:my|our|the)\s+(?:[\p{L}\-]+\s+)?(?P<n>[\p{L}\-]{3,})\s+(?:up\s+|down\s+)?"
+    r"(?:to|from\s+[^,.;:!?()]{1,20}?\s+to)\s+(?P<v>[^,.;:!?()]{1,30}?)(?=\s*(?:$|[,.;:!?()]|"
+    r"\s(?:now|and|but|so|because|since|as\s+of|from)\b))",
+    _I,
+)
+_NOT_A_VALUE = regex.compile(
+    r"^(?:so|very|really|too|not|still|also|just|always|getting|going|being|doing|a\s+bit|"
+    r"kind\s+of|pretty|quite|super|in|on|at|with|for|the\s+best|the\s+worst)\b",
+    _I,
+)
+
+
+def _attributes(clauses: list[str], holder: str, *, changed: bool) -> Iterator[Claim]:
+    """``attr:<thing>`` claims: the value of one thing of the holder's, and in ``core``
+    whether the statement says it changed ("now", "switched")."""
+    for clause in clauses:  # "cut the food budget to 350": changed in so many words
+        for m in _SET_TO.finditer(clause):
+            value = salient(m.group("v"), holder.split()) | _numbers(m.group("v"))
+            if value:
+                thing = _stem(m.group("n"))
+                yield Claim(holder, f"attr:{thing}", value, core=frozenset({"changed"}))
+    for rule in _attribute_rules(holder):
+        for clause in clauses:
+            for m in rule.finditer(clause):
+                said = m.group("v").strip()
+                thing = m.group("n").casefold()
+                if regex.fullmatch(_PEOPLE, thing, flags=_I) or _NOT_A_VALUE.search(said):
+                    continue
+                value = salient(said, holder.split()) | _numbers(said)
+                if value:
+                    core = frozenset({"changed"}) if changed else frozenset()
+                    yield Claim(holder, f"attr:{_stem(thing)}", value, core=core, said=said)

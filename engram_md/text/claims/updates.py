@@ -1,0 +1,344 @@
+"""Updates: the claims of a statement (:func:`claims`), whether a newer statement's claims
+replace an older one's (:func:`update_between`), and the :class:`ClaimBook` that finds, by
+holder, the earlier statements a new one may update."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import datetime
+
+import regex
+
+from .changes import (
+    _NOT_A_SHIFT,
+    _SHIFT,
+    _alternatives,
+    _change_claims,
+    _frames,
+    _of_the_thing,
+    _theirs,
+)
+from .clauses import (
+    _CAUSATIVE,
+    _EVENT,
+    _HAS,
+    _INTENT,
+    _LABEL,
+    _PAST,
+    _SECOND_LABEL,
+    _TODO,
+    _TOLD,
+    _VOCATIVE,
+    _WONDER,
+    _WOULD,
+    _clauses,
+    _is_other,
+    _without_speaker_label,
+    without_asides,
+)
+from .endings import _DONE, _ON_LEAVE, _STUDENT
+from .slots import (
+    _MOVED_ON,
+    FEWER,
+    SOME,
+    Claim,
+    _attributes,
+    _relationship,
+    _relocation,
+    _state_claims,
+)
+from .words import _ADVERB, _I, _NAME, _stem, salient
+
+
+def claims(text: str, holder: str = "") -> tuple[Claim, ...]:
+    """The claims of a statement whose speaker is ``holder`` (their name, casefolded)."""
+    holder = holder.casefold()
+    out: list[Claim] = []
+    if _SECOND_LABEL.search(_LABEL.sub("", text, count=1)):
+        return ()  # an exchange, not one person's statement
+    own: list[str] = []  # the clauses that say something of the holder, plainly
+    shifted = False
+    for clause in _clauses(_without_speaker_label(text)):
+        if _WONDER.search(clause) or _WOULD.search(clause) and not _INTENT.search(clause):
+            continue
+        who = "other" if _is_other(clause, holder) else holder
+        if who == "other" and holder and not _WONDER.search(clause):
+            out.extend(_theirs(clause, holder, changed=not _NOT_A_SHIFT.search(text)))
+        if who == holder and not _INTENT.search(clause) and not _PAST.search(clause):
+            own.append(clause)
+            shifted = shifted or _SHIFT.search(clause) is not None
+        done_here = _DONE.search(clause) and not _CAUSATIVE.search(clause)
+        if _INTENT.search(clause) and not done_here and not _TOLD(clause):
+            todo = frozenset(_stem(m.group("verb")) for m in _TODO.finditer(clause))
+            out.append(Claim(who, "plan", salient(clause, holder.split()), core=todo, said=clause))
+            out.extend(_relationship(clause, who, holder))  # "my fiancé and I are planning…"
+            # a decision that turns another around: "we went with green in the end"
+            out.extend(c for c in _change_claims(clause, who, holder, text) if c.slot == "changed")
+            continue
+        if _PAST.search(clause):
+            continue
+        out.extend(_state_claims(clause, who, holder))
+        out.extend(_change_claims(clause, who, holder, text))
+        if _ON_LEAVE.search(clause):  # "off work with stress" ends when "back at work"
+            out.append(Claim(who, "has", frozenset({_stem("leave")}), said=clause))
+        if _HAS.search(clause) or not _EVENT.search(clause):
+            out.append(Claim(who, "has", salient(clause, holder.split()), said=clause))
+    if not any(c.slot == "residence" for c in out):
+        out.extend(_relocation(text, holder))
+    # "new job!", "got promoted", "we moved house": the slot changed, its value unsaid
+    body = " ".join(own)
+    moved_on = {
+        slot
+        for slot, said in _MOVED_ON.items()
+        if said.search(body) and not any(c.slot == slot for c in out)
+    }
+    if moved_on and not _NOT_A_SHIFT.search(text):
+        out.append(Claim(holder, "moved on", frozenset(moved_on)))
+    if not _NOT_A_SHIFT.search(text):
+        out.extend(_attributes(own, holder, changed=shifted))
+    if shifted and not _NOT_A_SHIFT.search(text):
+        # What changed is named in the clause that says so, or by name beside it in its
+        # sentence ("I've moved over to Brave, Firefox kept eating my RAM").
+        said = [c for c in own if _SHIFT.search(c)]
+        beside = without_asides(text)  # names anywhere in it: "called Eustace … back in touch now"
+        names = _NAME.findall(_VOCATIVE.sub("", beside))
+        words = _ADVERB.sub("", _VOCATIVE.sub("", " ".join([*said, *names])))
+        value = salient(words, holder.split())
+        if value or _alternatives(words):
+            out.append(Claim(holder, "shift", value, said=words))
+    return tuple(dict.fromkeys(out))
+
+
+# ---------------------------------------------------------------- deciding
+
+
+_STATES = ("residence", "employer", "role", "relationship", "diet")
+# Kinds of workplace: "the public library" and "the university library" are two employers.
+_ORG_NOUNS = frozenset(
+    _stem(w)
+    for w in """school library company firm agency store shop hospital clinic team group office
+    department startup bank studio lab restaurant cafe council
+    ministry""".split()
+)
+
+
+# What a change said in general words can replace: how things stand, and what was liked.
+_SHIFTABLE = frozenset({*_STATES, "has", "like", "dislike", "theirs"})
+
+
+def update_between(old: tuple[Claim, ...], new: tuple[Claim, ...]) -> str | None:
+    """Why the newer statement's claims replace the older one's, or None (package docstring)."""
+    for n in new:
+        if n.holder == "other":
+            continue
+        for o in old:
+            if o.holder != n.holder:
+                continue
+            reason = _replaces(o, n)
+            if reason is not None:
+                return reason
+    return None
+
+
+# A plan carried out is no longer current, but what was said of it stays true: its words
+# stay recallable (a superseded fact tagged DONE_TAG keeps its sentence in recall).
+_DONE_PREFIX = "done: "
+DONE_TAG = "done"
+
+
+def carried_out(reason: str) -> bool:
+    """Whether an update's reason says the older statement's plan was carried out."""
+    return reason.startswith(_DONE_PREFIX)
+
+
+def _replaces(o: Claim, n: Claim) -> str | None:
+    if o.slot in _STATES and n.slot == o.slot:
+        ov, nv = o.value - _ORG_NOUNS, n.value - _ORG_NOUNS
+        if o.slot == "role":  # "staff nurse" → "charge nurse": a new title, sharing a word
+            ov, nv = o.value, n.value
+            changed = bool(ov and nv) and not (ov <= nv or nv <= ov)
+            changed = changed or bool(n.core and ov and nv and ov != nv)
+        else:
+            changed = bool(ov and nv) and not (ov & nv)
+        return f"{o.slot}: {_show(o)} → {_show(n)}" if changed else None
+    if o.slot.startswith("count:") and n.slot == o.slot and o.number != n.number:
+        if n.number == SOME and o.number != 0 or o.number in (SOME, FEWER):
+            return None
+        if n.number == FEWER and not (o.number and o.number > 0):
+            return None
+        shown = {SOME: "some", FEWER: "fewer"}.get(n.number or 0, n.number)
+        return f"{o.slot[6:]} count: {o.number} → {shown}"
+    stems = o.value | {_stem(v) for v in o.value} if o.slot in _STATES else o.value
+    if n.slot == "ended" and o.slot in (*_STATES, "plan", "like", "has") and n.core & stems:
+        return f"no longer {_show(n)}"
+    if o.slot == "plan" and n.slot == "done" and _shares_work(o, n.value):
+        return f"{_DONE_PREFIX}{_show(o)}"
+    if o.slot == "like" and n.slot == "dislike" and o.value & n.value:
+        return f"now dislikes {_show(n)}"
+    if o.slot == "dislike" and n.slot == "like" and o.value & n.value:
+        return f"now likes {_show(n)}"
+    if o.slot == "problem" and n.slot == "resolved" and o.value & n.value:
+        return f"put right: {' '.join(sorted(o.value & n.value))}"
+    if o.slot == "seeking" and n.slot == "found" and o.value & n.value:
+        return f"found: {_show(o)}"
+    if o.slot == "plan" and n.slot == "did" and o.core & n.core:
+        things = salient(_DOING.sub("", o.said)) - o.core if o.said else o.value - o.core
+        if things & n.value:  # the work's own verb, done to the same thing
+            return f"{_DONE_PREFIX}{_show(o)}"
+    if o.slot == "theirs" and n.slot == "their end" and o.core & n.core and o.value & n.value:
+        return f"no longer: {_show(o)}"
+    if o.slot == "theirs" and n.slot == "their change" and o.core & n.core and n.value - o.value:
+        return f"changed: {_show(o)}"
+    if o.slot == "jobless" and n.slot in ("employed", "employer"):
+        return "back in work"
+    if o.slot.startswith("attr:") and n.slot == o.slot and n.core:
+        numbers = {v for v in o.value if v.isdigit()}, {v for v in n.value if v.isdigit()}
+        if (all(numbers) and numbers[0] != numbers[1]) or not o.value & n.value:
+            return f"{o.slot[5:]}: {_show(o)} → {_show(n)}"
+    if n.slot == "moved on" and o.slot in n.value:
+        return f"new {o.slot}: no longer {_show(o)}"
+    if n.slot == "jobless" and o.slot in ("employer", "role"):
+        return f"no longer works: {_show(o)}"
+    if n.slot == "graduated" and o.slot == "role" and o.value & _STUDENT:
+        return f"no longer a student: {_show(o)}"
+    if n.slot == "shift" and o.slot in _SHIFTABLE:
+        # What the earlier statement is about, not what it was doing ("keep dreaming").
+        things = (
+            salient(_DOING.sub("", o.said), o.holder.split())
+            if o.slot == "has" and o.said
+            else o.value
+        )
+        if o.slot == "theirs":
+            things = o.core  # said of the same person
+        if things & n.value and not _of_the_thing(n.said, things, n.holder):
+            return f"changed: {' '.join(sorted(things & n.value))}"
+        if o.slot == "has" and o.said and n.said:
+            same = _frames(o.said, o.holder) & _frames(n.said, n.holder)
+            if same:  # "I drive a Saab" → "I drive a Kona now"
+                return f"changed: what {o.holder} {'/'.join(sorted(same))}"
+        if o.said and n.said:
+            was, now = _alternatives(o.said), _alternatives(n.said)
+            for kind, words in now.items():
+                if kind in was and words - was[kind]:
+                    return f"{kind}: {'/'.join(sorted(was[kind]))} → {'/'.join(sorted(words))}"
+    if o.slot == "plan" and n.slot == "shift" and _shares_work(o, n.value, least=2):
+        return f"{_DONE_PREFIX}{_show(o)}"  # "migrate to GitLab" → "everything's on GitLab now"
+    if o.slot == "plan" and n.slot == "change" and _shares_work(o, n.value):
+        return f"plan changed: {_show(o)}"
+    if o.slot == "plan" and n.slot == "changed" and o.value & n.value:
+        return f"plan changed: {_show(o)}"
+    return None
+
+
+_DOING = regex.compile(r"\b\p{L}+ing\b", _I)
+
+
+def _shares_work(plan: Claim, done: frozenset[str], *, least: int = 1) -> bool:
+    """What the work is about, shared: at least one word and half of the plan's shorter list."""
+    shared = plan.value & done
+    if len(shared) < max(least, 1) or len(shared) * 2 < min(len(plan.value), 4):
+        return False
+    # The doing alone is not the work: "finish painting the fence" is not done by "finished
+    # painting my miniatures"; what is painted must be shared too.
+    things = salient(_DOING.sub("", plan.said)) if plan.said else plan.value
+    return bool(shared & things) or not things
+
+
+def _show(claim: Claim) -> str:
+    return claim.said or " ".join(sorted(claim.value))
+
+
+# ---------------------------------------------------------------- finding earlier statements
+
+
+_LOOSE = "changed: "  # the reason of a change said in general words (a "shift")
+MAX_LOOSE = 2
+
+
+class ClaimBook:
+    """Active statements by holder, so a new statement finds the ones it may update in a
+    dictionary lookup instead of a search over the folder. Each is kept with when it was
+    said: only an earlier statement can be updated by a later one."""
+
+    def __init__(self) -> None:
+        self._by_holder: dict[str, dict[str, tuple[tuple[Claim, ...], datetime]]] = defaultdict(
+            dict
+        )
+        self._holders_of: dict[str, set[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._holders_of)
+
+    def add(self, fact_id: str, stated: tuple[Claim, ...], said_at: datetime) -> None:
+        holders = {c.holder for c in stated if c.holder != "other"}
+        if not holders:
+            return
+        for holder in holders:
+            self._by_holder[holder][fact_id] = (stated, said_at)
+        self._holders_of[fact_id] = holders
+
+    def remove(self, fact_id: str) -> None:
+        for holder in self._holders_of.pop(fact_id, ()):
+            bucket = self._by_holder.get(holder)
+            if bucket is not None:
+                bucket.pop(fact_id, None)
+                if not bucket:
+                    del self._by_holder[holder]
+
+    def candidates(
+        self, fact_id: str, stated: tuple[Claim, ...]
+    ) -> dict[str, tuple[tuple[Claim, ...], datetime]]:
+        """The other known statements about a holder of ``stated``, by id."""
+        seen: dict[str, tuple[tuple[Claim, ...], datetime]] = {}
+        for holder in {c.holder for c in stated if c.holder != "other"}:
+            for other_id, entry in self._by_holder.get(holder, {}).items():
+                if other_id != fact_id:
+                    seen[other_id] = entry
+        return seen
+
+    def updated_by(
+        self, fact_id: str, stated: tuple[Claim, ...], said_at: datetime
+    ) -> list[tuple[str, str]]:
+        """(older id, reason) for each earlier statement that ``stated`` updates."""
+        found = []
+        for other_id, (other, other_at) in sorted(self.candidates(fact_id, stated).items()):
+            if other_at > said_at:
+                continue  # a later statement is not undone by an earlier one said late
+            reason = update_between(other, stated)
+            if reason is not None:
+                found.append((other_id, reason))
+        # A change said in general words replaces one earlier statement, or two; one that
+        # would replace many is about a whole topic of the holder's ("now my dance studio …"),
+        # not an update of any of them.
+        loose = [item for item in found if item[1].startswith(_LOOSE)]
+        if len(loose) > MAX_LOOSE:
+            found = [item for item in found if not item[1].startswith(_LOOSE)]
+        return found
+
+
+def default_holder(entities: Iterable[str]) -> str:
+    """Who "the user" of a statement is: the first person it names (``person-dana-lee`` →
+    ``dana lee``), as the extractor lists the speaker first."""
+    for entity in entities:
+        kind, _, slug = entity.partition("-")
+        if kind == "person" and slug:
+            return slug.replace("-", " ")
+    return ""
+
+
+def fact_claims(content: str, entities: Iterable[str]) -> tuple[Claim, ...]:
+    """The claims of a stored statement."""
+    return claims(content, default_holder(entities))
+
+
+def states_something(text: str) -> bool:
+    """Whether a sentence says how someone's life stands (where they live or work, their
+    role, relationship, diet, how many of something): worth keeping as a fact, since a later
+    statement may update it."""
+    return any(c.slot in _STATES or c.slot.startswith("count:") for c in claims(text))
+
+
+def update_reason(old_text: str, new_text: str, old_holder: str, new_holder: str) -> str | None:
+    """Why the newer statement replaces the older one, or None when it does not."""
+    return update_between(claims(old_text, old_holder), claims(new_text, new_holder))
