@@ -14,7 +14,9 @@ T0 = datetime(2026, 3, 2, 9, 0, 0, tzinfo=UTC)
 NONE = Signal(Level.NONE)
 LOW = Signal(Level.LOW)
 MEDIUM = Signal(Level.MEDIUM, ("preference",))
-HIGH = Signal(Level.HIGH, ("decision",))
+HIGH = Signal(Level.HIGH, ("correction_actually",), urgent=True)
+# Strong, but nothing the agent needs before the batch: a plan, a preference, a decision.
+STRONG = Signal(Level.HIGH, ("commitment_will",))
 
 
 def turn(n: int, minute: float | None = None, *, session: str = "s1") -> Turn:
@@ -50,6 +52,30 @@ def test_high_signal_extracts_now_with_buffered_context(buf: SmartBuffer) -> Non
     assert due[0].trigger is Trigger.HIGH
     assert due[0].session == "s1"
     assert ids(due[0]) == ["t1", "t2", "t3"]
+
+
+def test_with_an_llm_a_strong_signal_that_is_not_urgent_waits_for_its_batch() -> None:
+    # Each batch is a call: a plan or a preference rides with its batch, a correction does not.
+    buf = SmartBuffer(BufferConfig(max_turns=5, max_minutes=15), llm=True)
+    for n in range(1, 5):
+        assert buf.add(turn(n), STRONG) == []
+    due = buf.add(turn(5), STRONG)
+    assert [(b.trigger, ids(b)) for b in due] == [(Trigger.TURNS, ["t1", "t2", "t3", "t4", "t5"])]
+    buf.drop(due[0])
+    due = buf.add(turn(6), HIGH)
+    assert [(b.trigger, ids(b)) for b in due] == [(Trigger.HIGH, ["t6"])]
+
+
+def test_offline_every_strong_signal_cuts_its_batch(buf: SmartBuffer) -> None:
+    buf.add(turn(1), LOW)
+    due = buf.add(turn(2), STRONG)
+    assert [(b.trigger, ids(b)) for b in due] == [(Trigger.HIGH, ["t1", "t2"])]
+
+
+def test_the_batch_size_follows_the_extractor_unless_set() -> None:
+    assert SmartBuffer(BufferConfig()).max_turns == 5
+    assert SmartBuffer(BufferConfig(), llm=True).max_turns == 10
+    assert SmartBuffer(BufferConfig(max_turns=7), llm=True).max_turns == 7
 
 
 def test_high_signal_on_an_empty_buffer(buf: SmartBuffer) -> None:
@@ -198,9 +224,9 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-def idle_buffer(clock: FakeClock, idle_flush_minutes: float = 10) -> SmartBuffer:
+def idle_buffer(clock: FakeClock, idle_flush_minutes: float = 10, llm: bool = False) -> SmartBuffer:
     cfg = BufferConfig(max_turns=5, max_minutes=15, idle_flush_minutes=idle_flush_minutes)
-    return SmartBuffer(cfg, clock=clock)
+    return SmartBuffer(cfg, llm=llm, clock=clock)
 
 
 def test_a_quiet_session_is_flushed_after_the_idle_period(clock: FakeClock) -> None:
@@ -269,3 +295,38 @@ def test_zero_disables_the_idle_flush(clock: FakeClock) -> None:
 def test_idle_flush_defaults_to_the_time_window() -> None:
     cfg = BufferConfig()
     assert cfg.idle_flush_minutes == cfg.max_minutes == 15
+
+
+def test_a_strong_signal_is_extracted_after_a_minute_of_quiet(clock: FakeClock) -> None:
+    buf = idle_buffer(clock, llm=True)
+    buf.add(turn(1, session="plain"), LOW)
+    buf.add(turn(1, session="planned"), STRONG)
+    # A burst shares the batch: each turn restarts the quiet.
+    for n in (2, 3):
+        clock.advance(0.5)
+        assert buf.idle_batches() == []
+        buf.add(turn(n, session="planned"), NONE)
+    clock.advance(0.99)
+    assert buf.idle_batches() == []
+    clock.advance(0.01)  # signal_idle_seconds (60) after the last turn
+    (due,) = buf.idle_batches()
+    assert (due.session, due.trigger, ids(due)) == ("planned", Trigger.IDLE, ["t1", "t2", "t3"])
+    buf.drop(due)
+    # What comes next in that session waits like any other turn: the strong mark went with it.
+    buf.add(turn(4, session="planned"), LOW)
+    clock.advance(5)
+    assert buf.idle_batches() == []
+    clock.advance(5)  # the plain idle period (10 minutes here) for both sessions
+    assert sorted(b.session for b in buf.idle_batches()) == ["plain", "planned"]
+
+
+def test_zero_signal_idle_seconds_lets_a_strong_signal_wait_like_the_others(
+    clock: FakeClock,
+) -> None:
+    cfg = BufferConfig(max_turns=5, idle_flush_minutes=10, signal_idle_seconds=0)
+    buf = SmartBuffer(cfg, llm=True, clock=clock)
+    buf.add(turn(1), STRONG)
+    clock.advance(9.9)
+    assert buf.idle_batches() == []
+    clock.advance(0.1)
+    assert [ids(b) for b in buf.idle_batches()] == [["t1"]]

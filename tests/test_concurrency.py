@@ -289,7 +289,9 @@ def test_recall_beside_a_writer_refuses_an_index_built_for_another_model(
 
 def test_recall_answers_while_the_daemon_consolidates(cli: Cli) -> None:
     config = cli.root / "engram.yaml"
-    config.write_text("consolidate:\n  every_extractions: 2\n  min_interval_minutes: 0\n")
+    config.write_text(
+        "buffer:\n  max_turns: 5\nconsolidate:\n  every_extractions: 2\n  min_interval_minutes: 0\n"
+    )
     epoch_path = cli.state / "consolidation.json"
 
     def epoch() -> int:

@@ -24,7 +24,8 @@ def test_defaults() -> None:
     cfg = load_config(env={})
     assert cfg == Config()
     assert cfg.memory_dir == Path("memory") and cfg.state_dir == Path("state")
-    assert cfg.buffer.max_turns == 5 and cfg.buffer.max_minutes == 15
+    assert cfg.buffer.max_turns is None and cfg.buffer.max_minutes == 15
+    assert cfg.buffer.batch_turns(llm=True) == 10 and cfg.buffer.batch_turns(llm=False) == 5
     assert cfg.llm.api_key is None and cfg.llm.base_url is None
     assert cfg.llm.enabled is False
     assert cfg.embedding.provider == "local"

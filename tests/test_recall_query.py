@@ -83,3 +83,12 @@ def test_a_misspelled_name_is_not_an_unknown_one(tmp_path: Path, minilm: LocalMi
     assert rows[0].content in [m.content for m in found.memories]
     # A name nobody in the folder has, nor is one slip from, still meets the stricter floor.
     assert r.recall("What is Priyanka opening?", asked).memories == ()
+
+
+def test_the_speakers_recall_reads_names_against_follow_the_index(
+    tmp_path: Path, minilm: LocalMiniLM
+) -> None:
+    r = recaller(tmp_path, minilm, [replace(said("t1", "Jon: hi"), speaker="Jon")])
+    assert r.index.speakers() == ("Jon",)
+    r.index.upsert([replace(said("t2", "Gina: hello"), speaker="Gina")])
+    assert r.index.speakers() == ("Gina", "Jon")  # rows written since are read too

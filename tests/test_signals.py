@@ -305,6 +305,29 @@ def test_commitment_is_high(scanner: SignalScanner) -> None:
     assert signal.reasons[0] == "commitment_will"
 
 
+@pytest.mark.parametrize(
+    ("text", "urgent"),
+    [
+        ("Actually, I moved the deploy to Thursday.", True),  # a correction
+        ("Please remember that the staging key rotates monthly.", True),
+        ("Never push to main without a review.", True),  # a standing rule
+        ("From now on we pin every dependency.", True),
+        ("Remind me to renew the domain next week.", True),
+        # Strong signals the batch can carry: a plan, a preference, a decision, an identity.
+        ("I'll bake a cake for the party.", False),
+        ("I love hiking in the mountains.", False),
+        ("We decided to adopt a dog.", False),
+        ("I work at a bakery in Porto.", False),
+    ],
+)
+def test_urgent_signals_are_the_ones_the_next_prompt_may_need(
+    scanner: SignalScanner, text: str, urgent: bool
+) -> None:
+    signal = scanner.scan(text)
+    assert signal.level is Level.HIGH
+    assert signal.urgent is urgent
+
+
 def test_levels(scanner: SignalScanner) -> None:
     assert scanner.scan("The weather is mild.").level is Level.NONE
     assert scanner.scan("The weather is mild.").reasons == ()
@@ -349,6 +372,7 @@ def test_custom_patterns_from_config_file(tmp_path: Path) -> None:
     high = s.scan("The Deploy Freeze starts Monday.")
     assert high.level is Level.HIGH
     assert "custom_high_1" in high.reasons
+    assert high.urgent  # a pattern the configuration adds is there because it matters now
     medium = s.scan("kubernetes and helm charts")
     assert medium.level is Level.MEDIUM
     assert medium.reasons == ("custom_medium_1", "custom_medium_2")

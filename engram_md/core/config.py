@@ -31,7 +31,10 @@ class LLMConfig(_Section):
     timeout_seconds: float = Field(default=30.0, gt=0)
     max_retries: int = Field(default=3, ge=0)
     backoff_seconds: float = Field(default=1.0, ge=0)
-    max_facts_per_call: int = Field(default=12, ge=1)
+    # Bounds a runaway answer, not a full batch: ten turns of two people talking can hold more
+    # than 12 memories, and on the LoCoMo dev conversations a cap of 12 dropped 12% of the
+    # facts once batches grew from 5 turns to 10 (bench/pipeline_bench.py, fake server).
+    max_facts_per_call: int = Field(default=30, ge=1)
     temperature: float | None = None
 
     @property
@@ -39,15 +42,33 @@ class LLMConfig(_Section):
         return bool(self.api_key or self.base_url)
 
 
+LLM_BATCH_TURNS = 10
+OFFLINE_BATCH_TURNS = 5
+
+
 class BufferConfig(_Section):
-    max_turns: int = Field(default=5, ge=1)
+    # Turns per batch; unset: 10 when an LLM extracts (each batch is a call), 5 offline, where
+    # a batch costs nothing and smaller ones keep the offline extractor's episodes on one
+    # subject (offline at 10, LoCoMo dev evidence recall at 500 tokens fell 0.850 -> 0.846).
+    max_turns: int | None = Field(default=None, ge=1)
     max_minutes: float = Field(default=15.0, gt=0)
-    # A HIGH signal (a correction, "remember that…") cuts its batch at once, so a live agent's
-    # memory has it within seconds. An import turns this off: its conversations are over, and
-    # each is extracted in batches of max_turns (README, "Bring your history").
+    # A strong signal cuts its batch at once (with an LLM only an urgent one: a correction,
+    # "remember that…", a standing rule; Signal.urgent), so a live agent's memory has it
+    # within seconds. An import turns this off: its conversations are over, and each is
+    # extracted in batches of max_turns (README, "Bring your history").
     high_signal_now: bool = True
+
+    def batch_turns(self, *, llm: bool) -> int:
+        """``max_turns``, or the default for the extractor in use (see above)."""
+        if self.max_turns is not None:
+            return self.max_turns
+        return LLM_BATCH_TURNS if llm else OFFLINE_BATCH_TURNS
+
     # Wall clock: the daemon extracts a session that received nothing for this long (0: never).
     idle_flush_minutes: float = Field(default=15.0, ge=0)
+    # ... and one holding a strong signal that is not urgent (a plan, a preference, a
+    # decision) after this many seconds of quiet (0: it waits like the others).
+    signal_idle_seconds: float = Field(default=60.0, ge=0)
     # fsync every journal append (survives an OS crash) or only at batch boundaries.
     fsync: Literal["always", "batch"] = "always"
 

@@ -119,10 +119,14 @@ class Turn:
 
 @dataclass(frozen=True, slots=True)
 class Signal:
-    """Result of the regex scan of one turn: a level and the names of the patterns that hit."""
+    """Result of the regex scan of one turn: a level and the names of the patterns that hit.
+
+    ``urgent``: the turn corrects, asks to remember or sets a standing rule, so a live
+    daemon extracts it at once instead of with its batch (``signal_patterns.URGENT``)."""
 
     level: Level
     reasons: tuple[str, ...] = ()
+    urgent: bool = False
 
 
 @dataclass(frozen=True, slots=True)

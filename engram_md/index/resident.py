@@ -67,6 +67,8 @@ class Resident:
         # (an update appends), so an entry stays true until compaction renumbers them.
         self.row_cache: dict[int, IndexRow] = {}
         self.shortlist: Shortlist | None = None
+        # Bumped when compaction renumbers the positions (readers of a prefix start over).
+        self.compactions = 0
 
     def append(self, data: pa.Table, vectors: np.ndarray) -> None:
         ids = data.column("id").to_pylist()
@@ -128,6 +130,7 @@ class Resident:
         self.shortlist = None
         self.pos = dict(zip(self.columns.column("id").to_pylist(), range(self.n), strict=True))
         self.dead = 0
+        self.compactions += 1
 
     def rows(self, positions: Sequence[int] | np.ndarray) -> list[IndexRow]:
         wanted = [int(p) for p in positions]

@@ -44,7 +44,8 @@ import logging
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -141,7 +142,13 @@ class MemoryIndex:
         self._lock = threading.RLock()
         self._resident: Resident | None = None
         self._checked_at = 0.0
-        self._speakers: tuple[tuple[int, int, int], tuple[str, ...]] | None = None
+        # (the resident copy read, its compactions then, rows read, speakers found): speakers().
+        self._speakers: tuple[Callable[[], Resident | None], int, int, set[str]] = (
+            lambda: None,
+            0,
+            0,
+            set(),
+        )
         self._writes_since_optimize = 0
         # Held-back writes (see hold_writes): applied to the resident copy, not yet committed.
         self._hold_seconds = 0.0
@@ -364,16 +371,19 @@ class MemoryIndex:
         return {name: chosen.column(name).to_pylist() for name in names}
 
     def speakers(self) -> tuple[str, ...]:
-        """The distinct speakers of the live rows, as written. Kept until the table grows or
-        changes (recall asks on every query, to read a misspelled name in a question)."""
+        """The distinct speakers of the rows, as written. Recall asks on every query (to read
+        a misspelled name in a question), so rows are read once: positions only grow, and a
+        reload starts over. A speaker whose rows were all deleted stays until then."""
         with self._lock:
             resident = self._current()
-            key = (id(resident), resident.n, resident.dead)
-            if self._speakers is None or self._speakers[0] != key:
-                column = resident.columns.column("speaker").slice(0, resident.n)
-                found = tuple(sorted({s for s in pc.unique(column).to_pylist() if s}))
-                self._speakers = (key, found)
-            return self._speakers[1]
+            held, compactions, read, found = self._speakers
+            if held() is not resident or compactions != resident.compactions:
+                read, found = 0, set()
+            if read < resident.n:
+                column = resident.columns.column("speaker").slice(read, resident.n - read)
+                found = found | {s for s in pc.unique(column).to_pylist() if s}
+            self._speakers = (weakref.ref(resident), resident.compactions, resident.n, found)
+            return tuple(sorted(found))
 
     def paths(self, ids: Sequence[str]) -> dict[str, str]:
         """id -> path relative to the memory folder, for the ids the index holds."""

@@ -1,14 +1,19 @@
 """The smart buffer: per session, decide when buffered turns are worth an extraction.
 
 Triggers (on transcript time, so a replay behaves like the live run):
-  HIGH signal            -> extract now, the buffered turns as context (unless
-                            high_signal_now is off: imports of finished conversations)
+  strong signal          -> extract now, the buffered turns as context. With an LLM only
+                            an urgent one (Signal.urgent: a correction, a "remember this", a
+                            standing rule); the others wait for their batch. Off
+                            (high_signal_now) for imports of finished conversations
   >= max_turns turns     -> batch
   >= max_minutes between the oldest buffered turn and a new one -> batch what was buffered
                             before the new turn (the new one starts the next window)
   end of input / SIGTERM -> flush every session
-One safety net on the wall clock (the daemon asks while it waits for input):
+Two on the wall clock (the daemon asks while it waits for input):
   no turn received for >= idle_flush_minutes -> batch the quiet session (`idle_batches`)
+  a strong signal left waiting, then signal_idle_seconds of quiet -> batch it: a plan
+                            or a preference said live is extracted within a minute, while a
+                            burst of them (or a replay) still shares one extraction
 The transcript-time triggers alone would leave a conversation that simply stops in the buffer
 until the daemon stops. Because the idle flush depends on when turns arrive, a live daemon may
 cut one extra batch at a quiet moment that a fast replay of the same transcript would not.
@@ -44,6 +49,9 @@ class _SessionBuffer:
     # After a failed extraction, wait for this many new turns before trying again,
     # so an LLM outage is not hammered once per turn.
     hold_for: int = 0
+    # A buffered turn has a strong (HIGH) signal that did not cut the batch: the session is
+    # due after signal_idle_seconds of quiet rather than idle_flush_minutes.
+    strong: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +62,20 @@ class Batch:
 
 
 class SmartBuffer:
-    def __init__(self, cfg: BufferConfig, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        cfg: BufferConfig,
+        *,
+        llm: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.cfg = cfg
+        # Whether an LLM extracts decides the batch size (unless the configuration sets it) and
+        # which signals cut a batch at once: with an LLM each batch is a call, so only urgent
+        # ones do; offline a batch costs nothing, and every strong signal does (small batches
+        # keep the offline extractor's episodes on one subject).
+        self.max_turns = cfg.batch_turns(llm=llm)
+        self._urgent_only = llm
         self._clock = clock
         self._sessions: dict[str, _SessionBuffer] = {}
         # No session can be idle before this clock reading (see `idle_batches`).
@@ -77,9 +97,13 @@ class SmartBuffer:
             buf.hold_for -= 1
             if buf.hold_for:
                 return due
-        if signal.level is Level.HIGH and self.cfg.high_signal_now:
+        cuts = signal.urgent if self._urgent_only else signal.level is Level.HIGH
+        if signal.level is Level.HIGH and not cuts and self.cfg.signal_idle_seconds:
+            buf.strong = True
+            self._next_idle_check = min(self._next_idle_check, now + self.cfg.signal_idle_seconds)
+        if cuts and self.cfg.high_signal_now:
             trigger: Trigger | None = Trigger.HIGH
-        elif len(buf.turns) >= self.cfg.max_turns:
+        elif len(buf.turns) >= self.max_turns:
             trigger = Trigger.TURNS
         else:
             trigger = None
@@ -96,6 +120,7 @@ class SmartBuffer:
         # Matched by value: a batch may hold equal Turn objects rebuilt from the journal.
         done = {(t.id, t.content) for t in batch.turns}
         buf.turns = [t for t in buf.turns if (t.id, t.content) not in done]
+        buf.strong = False  # what stays is newer than the batch (signals are not kept)
         if not buf.turns:
             self._sessions.pop(batch.session, None)
 
@@ -104,7 +129,7 @@ class SmartBuffer:
         session stays quiet, with its next idle batch)."""
         buf = self._sessions.get(session)
         if buf is not None:
-            buf.hold_for = self.cfg.max_turns
+            buf.hold_for = self.max_turns
 
     def idle_batches(self) -> list[Batch]:
         """The sessions that received no turn for idle_flush_minutes of wall-clock time.
@@ -113,21 +138,28 @@ class SmartBuffer:
         that fails (`hold`) is not due again before another quiet period, so an LLM outage is
         not retried on every poll of the daemon.
         """
-        if not self.cfg.idle_flush_minutes:
+        quiet = self.cfg.idle_flush_minutes * 60
+        strong = self.cfg.signal_idle_seconds or quiet
+        if not quiet and not self.cfg.signal_idle_seconds:
             return []
         now = self._clock()
         # Called several times a second with possibly many sessions: skip the scan until the
-        # earliest moment one can be due. Adding turns only moves that moment later.
+        # earliest moment one can be due. Adding turns only moves that moment later, except
+        # a strong signal's, which `add` brings forward.
         if now < self._next_idle_check:
             return []
-        period = self.cfg.idle_flush_minutes * 60
         due: list[Batch] = []
-        next_check = now + period
+        next_check = float("inf")
         for session, buf in self._sessions.items():
+            period = strong if buf.strong else quiet
+            if not period:
+                continue
             if now >= buf.quiet_since + period:
                 due.append(Batch(session, tuple(buf.turns), Trigger.IDLE))
                 buf.quiet_since = now
             next_check = min(next_check, buf.quiet_since + period)
+        if next_check == float("inf"):  # no session to wait for
+            next_check = now + (quiet or strong)
         self._next_idle_check = next_check
         return due
 

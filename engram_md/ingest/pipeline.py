@@ -128,7 +128,7 @@ class Pipeline:
         self.updates = updates
         self.pages = pages
         self.on_extraction = on_extraction
-        self.buffer = SmartBuffer(cfg.buffer)
+        self.buffer = SmartBuffer(cfg.buffer, llm=cfg.llm.enabled)
         self.stats = Stats()
         self._sleep = sleep
         # Called after each batch: hands the native heaps' free pages back now and then

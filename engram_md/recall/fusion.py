@@ -56,7 +56,7 @@ class FusionWeights:
     # that holds the outdated statement's words, not its whole turn, and only when inactive
     # memories are not asked for. (When the old write-time rules superseded commitments
     # that were still true, sinking their turns cost 0.017 of conv-26's evidence recall;
-    # text/claims.py replaced those rules.)
+    # text/claims/ replaced those rules.)
     outdated_factor: float = 0.0
 
 

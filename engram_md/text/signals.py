@@ -30,7 +30,7 @@ import regex as _re
 from ..core.config import SignalConfig
 from ..core.errors import ConfigError
 from ..core.models import Level, Signal
-from .signal_patterns import BUILTIN_PATTERNS, PATTERN_FLAGS, Pattern, words_of
+from .signal_patterns import BUILTIN_PATTERNS, PATTERN_FLAGS, URGENT, Pattern, words_of
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ class SignalScanner:
         if not text:
             return Signal(Level.NONE)
         reasons: list[str] = []
-        high = False
+        high = urgent = False
         medium = 0
         for p in self.matches(text):
             if p.name in reasons:
@@ -116,6 +116,8 @@ class SignalScanner:
             reasons.append(p.name)
             if p.level is Level.HIGH:
                 high = True
+                # A pattern of the configuration's own is there because it matters now.
+                urgent = urgent or p.name in URGENT or p in self._custom
             elif p.level is Level.MEDIUM:
                 medium += 1
         if high:
@@ -126,4 +128,4 @@ class SignalScanner:
             level = Level.LOW
         else:
             level = Level.NONE
-        return Signal(level, tuple(reasons))
+        return Signal(level, tuple(reasons), urgent)
