@@ -230,3 +230,48 @@ def test_a_change_that_would_replace_many_statements_replaces_none() -> None:
     book.remove("f1")
     book.remove("f2")
     assert [old for old, _ in book.updated_by("new", later, at + timedelta(days=7))] == ["f0"]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "why"),
+    [
+        # a partner word says the speaker's status; a split or a finished divorce ends it
+        ("my wife keeps the garden tidy", "the divorce went through in May", "single"),
+        ("my bf and I share a flat in Cork", "we split after Easter, it was mutual", "single"),
+        ("she's my girlfriend, two years in", "ex-girlfriend now, we're on good terms", "single"),
+        ("I've been seeing someone, nothing serious", "Omar is my boyfriend now!", "dating"),
+        # work: gig work for a firm, working for oneself, where the holder's boss is
+        ("I drive for Lyft at weekends", "I ride for Deliveroo these days", "employer"),
+        ("I work at a big law firm", "set up my own practice in March, terrifying", "employer"),
+        ("I'm at a design agency", "went freelance last month, loving the freedom", "employer"),
+        ("my manager at Nokia is a micromanager", "I'm over at Ericsson since June", "employer"),
+        ("out of work since the plant closed", "first week at the new job done!", "work"),
+        # a new title said without "I'm": "officially …", "badge says …", "im …"
+        ("I'm a junior designer", "officially senior designer from Monday", "role"),
+        ("I'm a staff nurse", "new lanyard says Clinical Lead, wild", "role"),
+        ("I'm a waiter at the bistro", "im the head waiter now lol", "role"),
+    ],
+)
+def test_a_status_or_workplace_changed_is_an_update(old: str, new: str, why: str) -> None:
+    reason = update_reason(old, new, "Kai", "Kai")
+    assert reason is not None
+    assert why.casefold() in reason.casefold()
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("my husband and I met at uni", "my first girlfriend dumped me by text at 15"),
+        ("my bf and I live in Cork", "we split the bill at dinner, as always"),
+        ("I'm seeing a guy from the gym", "seeing a physio for my knee now"),
+        ("I drive for Lyft at weekends", "I drive for hours to see my parents"),
+        ("I work at the Guardian", "I'm over at Mum's for the weekend"),
+        ("I work at a big law firm", "my friend opened her own practice"),
+        ("I'm a product manager", "as a PM I spend my life in meetings"),
+        ("I'm unemployed at the moment", "it's been hard since I lost my job in May"),
+        ("I live in Oslo", "staying at a friend's in Bergen for a week while the flat is painted"),
+        ("we have two rabbits, Pip and Moss", "Pip and Moss had a bath and the floor is wet now"),
+    ],
+)
+def test_a_status_look_alike_is_not_an_update(old: str, new: str) -> None:
+    assert update_reason(old, new, "Kai", "Kai") is None

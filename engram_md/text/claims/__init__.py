@@ -56,7 +56,8 @@ The rules are in modules that each build only on those listed before them:
 * :mod:`.clauses` -- clauses and sentences, whose statement a clause is, and the guards
   (wondering, intent, the past, adding, someone else, asides and captions).
 * :mod:`.slots` -- the :class:`Claim` and the slots of how a life stands: residence,
-  employer, role, relationship, diet, counts, one thing of the holder's and its value.
+  employer, role, relationship, diet, counts.
+* :mod:`.attributes` -- one thing of the holder's and its value ("my browser is Firefox").
 * :mod:`.endings` -- what ended, was done, was put right or found; life moving on.
 * :mod:`.changes` -- a change said in general words, a decision or a liking turned around, a
   change of someone close to the holder, and every change a clause says.

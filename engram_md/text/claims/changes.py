@@ -292,6 +292,15 @@ _THEIR_MOVE = regex.compile(
 )
 
 
+# A loss given as the reason for something else tells the past, not how things stand: "it's
+# been tough since I lost my job" says nothing of the job started since.
+_AS_A_REASON = regex.compile(
+    rf"(?:\b(?:since|because|after|ever\s+since)|{_APOS}cause)\s+(?:\S+\s+){{0,3}}?"
+    r"(?:lost|got\s+laid\s+off|got\s+fired|was\s+(?:laid\s+off|fired|made\s+redundant))\b",
+    _I,
+)
+
+
 def _change_claims(clause: str, who: str, holder: str, whole: str) -> Iterator[Claim]:
     ignore = holder.split()
     if _ADDS_TO.search(clause):
@@ -320,7 +329,7 @@ def _change_claims(clause: str, who: str, holder: str, whole: str) -> Iterator[C
         cue = salient(" ".join(m.group(0) for m in _RESOLVED.finditer(clause)))
         sentence = " ".join(_sentences_with(whole, clause))
         yield Claim(who, "resolved", salient(_VOCATIVE.sub("", sentence), ignore) - cue)
-    if _JOBLESS.search(clause):
+    if _JOBLESS.search(clause) and not _AS_A_REASON.search(clause):
         yield Claim(who, "jobless", frozenset({"job"}))
     if _EMPLOYED.search(clause) and not _negated(clause, _EMPLOYED.search(clause).start()):
         yield Claim(who, "employed", frozenset({"job"}))

@@ -150,7 +150,9 @@ _RESOLVED = regex.compile(
 _EMPLOYED = regex.compile(
     r"\b(?:start(?:s|ed|ing)?|begin(?:s|ning)?|began)\s+(?:my\s+|a\s+|the\s+)?(?:new\s+)?"
     r"(?:job|role|position)\b|\bgot\s+(?:a|the)\s+job\b|\b(?:got|was|been)\s+hired\b|"
-    r"\blanded\s+a\s+job\b|\bback\s+in\s+work\b",
+    r"\blanded\s+a\s+job\b|\bback\s+in\s+work\b|"
+    # "three weeks into the new job", not "the new job search"
+    r"\b(?:the|my)\s+new\s+job\b(?!\s+(?:search|hunt|interview|offer|application|posting))",
     _I,
 )
 # The end of studies: "I graduated", "defended my thesis".

@@ -1,7 +1,7 @@
 """Slots: what a statement claims about how its holder's life stands -- where they live,
 where they work, their role, their relationship, their diet, how many of one kind of thing
-they have, one thing of theirs and what it is -- each a :class:`Claim`; and a slot said to
-have changed with its value unsaid ("new job!", "we moved house")."""
+they have -- each a :class:`Claim`; and a slot said to have changed with its value unsaid
+("new job!", "we moved house")."""
 
 from __future__ import annotations
 
@@ -15,14 +15,13 @@ from .clauses import (
     _ADDITIVE,
     _INTENT,
     _PAST,
-    _PEOPLE,
     _WONDER,
     _clauses,
     _is_other,
     _negated,
     _without_speaker_label,
 )
-from .words import _APOS, _GENERIC, _I, _NUM, _WORD, _number, _numbers, _stem, salient
+from .words import _APOS, _GENERIC, _I, _NUM, _WORD, _number, _stem, salient
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +58,13 @@ def _slot_rule(verbs: str) -> regex.Pattern[str]:
     return regex.compile(rf"\b(?:{verbs})\s+{_A}{_VALUE}{_END}", _I)
 
 
+# A stay for a while, not a home: "staying with my parents for a week while the flat is
+# painted", "in Porto for a couple of nights".
 _TEMPORARY = regex.compile(
     r"\b(?:this\s+week|for\s+(?:work|a\s+conference|the\s+weekend|a\s+few\s+days)|visiting|"
     r"trip|vacation|holiday|on\s+a\s+(?:trip|visit)|layover|meeting|hotel|airport|"
-    r"conference|tonight|today)\b",
+    r"conference|tonight|today|for\s+(?:a|an|one|two|three|a\s+few|a\s+couple(?:\s+of)?|"
+    r"\d+)\s+(?:more\s+)?(?:nights?|days?|weeks?|weekends?)|while\s+(?:the|our|my)\b)\b",
     _I,
 )
 _PLACE = (
@@ -140,6 +142,8 @@ _EMPLOYER_RULES = (
     _slot_rule(
         r"works?\s+(?:at|for)|working\s+(?:at|for)|employer\s+is|employed\s+(?:at|by)|"
         rf"(?:i{_APOS}m|i\s+am|is)\s+(?:now\s+)?at|(?:been|be)\s+at|"
+        # "I'm over at Bosch", not "over at Mum's"
+        rf"(?:i{_APOS}m|i\s+am|is)\s+over\s+at(?=\s+(?-i:[A-Z])[\p{{L}}\-]+\b(?!{_APOS}s))|"
         r"joined(?=\s+(?:the\s+)?(?-i:[A-Z])|\s+(?:a|an)\s+(?:[\w-]+\s+){0,2}"
         r"(?:company|firm|startup|consultancy|agency|bank|school|hospital|clinic|lab|studio|"
         r"practice|fintech|nonprofit|charity)\b)|"
@@ -148,17 +152,50 @@ _EMPLOYER_RULES = (
         rf"(?:contractor|consultant|accountant|accounting|volunteer)\s+for|team\s+at|"
         rf"(?:i{_APOS}m|i\s+am)\s+with"
     ),
+    # Gig work for a named firm: "I drive for Uber", "doing deliveries for Deliveroo".
+    regex.compile(
+        r"\b(?:drive[sn]?|driving|deliver(?:s|ing)?|ride[sn]?|riding|(?:do|does|doing)\s+"
+        rf"(?:deliveries|delivery|shifts|gigs)|write[sn]?|writing|freelanc(?:e|es|ing))\s+for\s+"
+        rf"{_A}(?=(?-i:[A-Z])){_VALUE}{_END}",
+        _I,
+    ),
+)
+# Working for oneself: "opened my own practice", "went freelance", "self-employed now".
+_OWN_WORK = regex.compile(
+    r"\b(?:opened|started|set\s+up|launched|founded|run|runs|running)\s+(?:my|our|\w+['’]s)\s+"
+    r"own\s+(?:[\w\-]+\s+){0,2}?(?P<v>practice|business|company|firm|shop|studio|agency|"
+    r"clinic|consultancy|bakery|cafe|café|restaurant|salon|store|startup)\b|"
+    r"\b(?:went|gone|going|am|is|i['’]m)\s+(?P<v>freelance|self-employed)\b|"
+    r"\bwork(?:ing)?\s+for\s+(?P<v>myself|ourselves)\b",
+    _I,
+)
+# Who the holder works with says where: "my boss at Siemens", "my team at the hospital".
+_WORKMATES_AT = (
+    r"(?:boss|manager|colleagues?|co-?workers?|team|office|workplace)\s+at\s+"
+    rf"{_A}{_VALUE}{_END}"
 )
 
 
 # Out of work: every job and employer said before ends.
 _JOBLESS = regex.compile(
     rf"\b(?:i{_APOS}m|i\s+am|i|we|(?-i:[A-Z])\w+\s+is|(?-i:[A-Z])\w+)\s+(?:\w+\s+)?(?:retired|"
-    r"unemployed|jobless|between\s+jobs)\b(?!\s+(?:from|as)\b)|\b(?:got|was|been)\s+(?:laid\s+off|"
+    r"unemployed|jobless|between\s+jobs|out\s+of\s+work)\b(?!\s+(?:from|as)\b)|"
+    # said with its subject left out: "been unemployed since March"
+    r"^\W*(?:been\s+|still\s+|currently\s+)?(?:unemployed|jobless|between\s+jobs|"
+    r"out\s+of\s+work)\b|\b(?:got|was|been)\s+(?:laid\s+off|"
     rf"fired|made\s+redundant)\b(?!\s+from)|\blost\s+(?:my|\w+{_APOS}s)\s+job\b|"
     r"\blet\s+(?:me|us|\w+)\s+go\b(?=\s*(?:$|[,.;!]|\s+(?:last|this|yesterday|today|on|in)\b))",
     _I,
 )
+
+
+def _own_work(said: str) -> frozenset[str]:
+    """Working for oneself is one employer, whatever the words: "freelance", "myself",
+    "self-employed"; one's own practice is that practice, owned."""
+    said = said.casefold()
+    if said in ("freelance", "self-employed", "myself", "ourselves"):
+        return frozenset({"self"})
+    return frozenset({"own", _stem(said)})
 
 
 _ROLE_WORDS = (
@@ -180,9 +217,12 @@ _ROLE_WORDS = (
 )
 _ROLE_RULES = (
     regex.compile(
-        rf"(?:^|\b(?:i{_APOS}m|i\s+am|[A-Z]\w+\s+is|works?\s+as|working\s+as|promoted\s+to|"
+        rf"(?:^|\b(?:i{_APOS}m|i\s+am|(?-i:im)|[A-Z]\w+\s+is|works?\s+as|working\s+as|promoted\s+to|"
         rf"made(?:\s+(?:me|him|her|(?-i:[A-Z])\w+))?|became|(?:bumped|moved|stepped)\s+up\s+(?:to|as)|role\s+is|title\s+is|(?:new\s+)?(?:role|"
-        rf"job|position)\s+as|back\s+to\s+being|now|currently|as|into|(?:title|role|position)\s+"
+        rf"job|position)\s+as|back\s+to\s+being|now|currently|officially|as|into|"
+        # a new title read off the things that carry it: "new badge says Charge Nurse"
+        rf"(?:badge|title|card|signature|nameplate|lanyard)\s+(?:now\s+)?(?:says|reads)|"
+        rf"(?:title|role|position)\s+"
         rf"(?:changed\s+to|is\s+now)))\s+(?:now\s+)?(?:(?:a|an|the)\s+)?"
         rf"(?P<v>(?:[\p{{L}}\-'’]+\s+){{0,3}}?{_ROLE_WORDS}s?)\b",
         _I,
@@ -196,20 +236,38 @@ _ROLE_VERBS = regex.compile(
     r"\b(?:[Ii]|[A-Z]\w+)\s+(?P<verb>teach(?:es)?|coach(?:es)?|nurse[sd]?|manage[sd]?)\b(?!\s+to\b)"
 )
 _ROLE_OF_VERB = {"teach": "teacher", "coach": "coach", "nurse": "nurse", "manag": "manager"}
-_PARTNERS = r"boyfriend|girlfriend|wife|husband|fianc[ée]e?"
+_PARTNERS = r"boyfriend|girlfriend|gf|bf|wife|husband|hubby|fianc[ée]e?"
+# What a partner word says of the speaker: "my husband …" is said by someone married.
+_STATUS_OF_PARTNER = {
+    "wife": "married", "husband": "married", "hubby": "married", "boyfriend": "dating",
+    "girlfriend": "dating", "gf": "dating", "bf": "dating",
+}  # fmt: skip
 _RELATIONSHIP = (
     (
         "single",
         r"single|on\s+my\s+own|broke\s+up|split\s+up|separated|separating|divorced|divorcing|"
         r"(?:going\s+through|getting)\s+a\s+divorce|"
+        # "we split in the summer", not "we split the bill"
+        r"split(?!\s+(?:the|a|an|it|our|my|his|her|their|this|that|into|between|across|evenly|"
+        r"costs?|bills?|\d)\b)|"
+        r"divorce\s+(?:is|was|went|got|has\s+been)\s+(?:\w+\s+)?(?:finali[sz]ed|final|through|"
+        r"official|done)|"
+        r"ex-(?:girlfriend|boyfriend|gf|bf|wife|husband|partner|fianc[ée]e?)\s+now|ex\s+now|"
         rf"(?:and\s+i|and\s+me)\s+(?:are|{_APOS}re)\s+(?:done|over|finished)\b|"
         r"called\s+it\s+quits|parted\s+ways|went\s+our\s+separate\s+ways|ended\s+things|"
         r"(?:no\s+longer|not)\s+together",
     ),
     ("widowed", r"widowed|widow|widower"),
     (
+        # Something casual, not yet a couple: "seeing a guy from work, nothing serious".
+        "seeing",
+        r"seeing\s+(?:someone|somebody|a\s+(?:guy|girl|man|woman|boy|lad|bloke)\b)|"
+        r"nothing\s+serious|casually\s+dating|talking\s+to\s+(?:someone|a\s+(?:guy|girl))",
+    ),
+    (
         "dating",
-        r"dating|seeing\s+(?:someone|a\s+\w+)|boyfriend|girlfriend|together\s+\d+|"
+        r"(?<!casually\s+)dating|(?<!\b(?:first|old|former|last|previous|ex|school|childhood)"
+        r"[\s\-])(?:boyfriend|girlfriend)|made\s+it\s+official|together\s+\d+|"
         r"been\s+together|(?:live|living)\s+together|moved\s+in\s+together|in\s+a\s+relationship|"
         r"back\s+together",
     ),
@@ -226,11 +284,17 @@ def _relationship(clause: str, who: str, holder: str) -> Iterator[Claim]:
     dating, though the clause is about Sasha."""
     own = rf"(?:my|our|{regex.escape(holder)}{_APOS}s)" if holder else r"(?:my|our)"
     partner = regex.search(rf"\b{own}\s+(?P<p>{_PARTNERS})\b", clause, flags=_I)
+    said: set[str] = set()
     if partner is not None:
         who = holder
+        said.add(_STATUS_OF_PARTNER.get(partner.group("p").casefold(), "engaged"))
     for status, words in _RELATIONSHIP:
         if regex.search(rf"\b(?:{words})\b", clause, flags=_I):
-            yield Claim(who, "relationship", frozenset({status}))
+            said.add(status)
+    if "single" in said:
+        said -= {"dating", "married"}  # "my ex-girlfriend now": no longer dating
+    for status in sorted(said):
+        yield Claim(who, "relationship", frozenset({status}))
 
 
 _DIET = (
@@ -254,6 +318,14 @@ def _state_claims(clause: str, who: str, holder: str) -> Iterator[Claim]:
             value = salient(m.group("v"))
             if value and not additive and not _negated(clause, m.start()):
                 yield Claim(who, "employer", value, said=m.group("v").strip())
+    for m in _OWN_WORK.finditer(clause):
+        if not additive and not _negated(clause, m.start()):
+            yield Claim(who, "employer", _own_work(m.group("v")), said=m.group(0))
+    own = rf"(?:my|our|{regex.escape(holder)}{_APOS}s)" if holder else r"(?:my|our)"
+    for m in regex.finditer(rf"\b{own}\s+{_WORKMATES_AT}", clause, flags=_I):
+        value = salient(m.group("v"), holder.split())
+        if value and not additive and not jobless:
+            yield Claim(holder, "employer", value, said=m.group("v").strip())
     for m in _ROLE_VERBS.finditer(clause):
         role = _ROLE_OF_VERB.get(_stem(m.group("verb")), "")
         if role:
@@ -448,63 +520,3 @@ _MOVED_ON = {
         _I,
     ),
 }
-
-
-# One thing of the holder's and what it is: "my main browser is Firefox", "Firefox is my
-# browser now", "Kai's commute is 90 minutes".
-def _attribute_rules(holder: str) -> tuple[regex.Pattern[str], ...]:
-    own = rf"(?:my|our{'|' + regex.escape(holder) + _APOS + 's' if holder else ''})"
-    noun = r"(?P<n>[\p{L}\-]{3,})"
-    value = r"(?P<v>[^,.;:!?()]{1,40}?)"
-    end = (
-        r"(?=\s*(?:$|[,.;:!?()]|\s(?:now|these\s+days|and|but|so|since|as\s+of|for|on|at|in|"
-        r"lol|tbh)\b))"
-    )
-    return (
-        regex.compile(
-            rf"\b{own}\s+(?:[\p{{L}}\-]+\s+){{0,2}}?{noun}\s+(?:is|are|{_APOS}s)\s+"
-            rf"(?:now\s+|currently\s+)?{value}{end}",
-            _I,
-        ),
-        regex.compile(
-            rf"(?:^|[,.;:!?]\s*){value}\s+(?:is|are|{_APOS}s)\s+(?:now\s+)?{own}\s+"
-            rf"(?:[\p{{L}}\-]+\s+){{0,2}}?{noun}{end}",
-            _I,
-        ),
-    )
-
-
-_SET_TO = regex.compile(
-    r"\b(?:cut|raised|increased|reduced|lowered|dropped|changed|moved|upped|bumped|put|set|"
-    r"switched)\s+(?:my|our|the)\s+(?:[\p{L}\-]+\s+)?(?P<n>[\p{L}\-]{3,})\s+(?:up\s+|down\s+)?"
-    r"(?:to|from\s+[^,.;:!?()]{1,20}?\s+to)\s+(?P<v>[^,.;:!?()]{1,30}?)(?=\s*(?:$|[,.;:!?()]|"
-    r"\s(?:now|and|but|so|because|since|as\s+of|from)\b))",
-    _I,
-)
-_NOT_A_VALUE = regex.compile(
-    r"^(?:so|very|really|too|not|still|also|just|always|getting|going|being|doing|a\s+bit|"
-    r"kind\s+of|pretty|quite|super|in|on|at|with|for|the\s+best|the\s+worst)\b",
-    _I,
-)
-
-
-def _attributes(clauses: list[str], holder: str, *, changed: bool) -> Iterator[Claim]:
-    """``attr:<thing>`` claims: the value of one thing of the holder's, and in ``core``
-    whether the statement says it changed ("now", "switched")."""
-    for clause in clauses:  # "cut the food budget to 350": changed in so many words
-        for m in _SET_TO.finditer(clause):
-            value = salient(m.group("v"), holder.split()) | _numbers(m.group("v"))
-            if value:
-                thing = _stem(m.group("n"))
-                yield Claim(holder, f"attr:{thing}", value, core=frozenset({"changed"}))
-    for rule in _attribute_rules(holder):
-        for clause in clauses:
-            for m in rule.finditer(clause):
-                said = m.group("v").strip()
-                thing = m.group("n").casefold()
-                if regex.fullmatch(_PEOPLE, thing, flags=_I) or _NOT_A_VALUE.search(said):
-                    continue
-                value = salient(said, holder.split()) | _numbers(said)
-                if value:
-                    core = frozenset({"changed"}) if changed else frozenset()
-                    yield Claim(holder, f"attr:{_stem(thing)}", value, core=core, said=said)

@@ -10,6 +10,7 @@ from datetime import datetime
 
 import regex
 
+from .attributes import _attributes
 from .changes import (
     _NOT_A_SHIFT,
     _SHIFT,
@@ -43,7 +44,6 @@ from .slots import (
     FEWER,
     SOME,
     Claim,
-    _attributes,
     _relationship,
     _relocation,
     _state_claims,
@@ -100,14 +100,27 @@ def claims(text: str, holder: str = "") -> tuple[Claim, ...]:
     if shifted and not _NOT_A_SHIFT.search(text):
         # What changed is named in the clause that says so, or by name beside it in its
         # sentence ("I've moved over to Brave, Firefox kept eating my RAM").
-        said = [c for c in own if _SHIFT.search(c)]
+        said: list[str] = []
+        joined: list[str] = []
+        for clause in own:
+            parts = _JOINED.split(clause)
+            said.extend(part for part in parts if _SHIFT.search(part))
+            if len(parts) > 1:
+                joined.extend(part for part in parts if not _SHIFT.search(part))
         beside = without_asides(text)  # names anywhere in it: "called Eustace … back in touch now"
+        for part in joined:  # but not in a clause joined to the change with a subject of its own
+            beside = beside.replace(part, " ")
         names = _NAME.findall(_VOCATIVE.sub("", beside))
         words = _ADVERB.sub("", _VOCATIVE.sub("", " ".join([*said, *names])))
         value = salient(words, holder.split())
         if value or _alternatives(words):
             out.append(Claim(holder, "shift", value, said=words))
     return tuple(dict.fromkeys(out))
+
+
+# "They had a bath and the whole room is grey now": a second clause with a subject of its
+# own, whose change is not of what the first one names.
+_JOINED = regex.compile(r"\s+and\s+(?=(?:the|this|that|it|they|he|she)\b)", _I)
 
 
 # ---------------------------------------------------------------- deciding
@@ -156,6 +169,8 @@ def _replaces(o: Claim, n: Claim) -> str | None:
     if o.slot in _STATES and n.slot == o.slot:
         ov, nv = o.value - _ORG_NOUNS, n.value - _ORG_NOUNS
         if o.slot == "role":  # "staff nurse" → "charge nurse": a new title, sharing a word
+            if _abbreviates(o.said, n.said) or _abbreviates(n.said, o.said):
+                return None  # "product manager", then "PM": the same title, shortened
             ov, nv = o.value, n.value
             changed = bool(ov and nv) and not (ov <= nv or nv <= ov)
             changed = changed or bool(n.core and ov and nv and ov != nv)
@@ -190,7 +205,9 @@ def _replaces(o: Claim, n: Claim) -> str | None:
         return f"no longer: {_show(o)}"
     if o.slot == "theirs" and n.slot == "their change" and o.core & n.core and n.value - o.value:
         return f"changed: {_show(o)}"
-    if o.slot == "jobless" and n.slot in ("employed", "employer"):
+    if o.slot == "jobless" and (
+        n.slot in ("employed", "employer") or n.slot == "moved on" and "employer" in n.value
+    ):
         return "back in work"
     if o.slot.startswith("attr:") and n.slot == o.slot and n.core:
         numbers = {v for v in o.value if v.isdigit()}, {v for v in n.value if v.isdigit()}
@@ -232,6 +249,16 @@ def _replaces(o: Claim, n: Claim) -> str | None:
 
 
 _DOING = regex.compile(r"\b\p{L}+ing\b", _I)
+
+
+def _abbreviates(short: str, long: str) -> bool:
+    """Whether ``short`` is the initials of ``long``'s last words: "PM" of "product manager",
+    "SRE" of "site reliability engineer"."""
+    short = short.strip().casefold()
+    words = [w for w in regex.findall(r"[\p{L}]+", long.casefold()) if w not in ("a", "an", "the")]
+    if not 2 <= len(short) <= 4 or not short.isalpha() or len(words) < len(short):
+        return False
+    return "".join(w[0] for w in words[-len(short) :]) == short
 
 
 def _shares_work(plan: Claim, done: frozenset[str], *, least: int = 1) -> bool:
