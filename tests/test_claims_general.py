@@ -275,3 +275,49 @@ def test_a_status_or_workplace_changed_is_an_update(old: str, new: str, why: str
 )
 def test_a_status_look_alike_is_not_an_update(old: str, new: str) -> None:
     assert update_reason(old, new, "Kai", "Kai") is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "why"),
+    [
+        # what was taken on, then dropped or declined
+        ("signed up for the pottery course, starts in May", "dropped out of pottery", "potte"),
+        ("accepted the offer at Leiden", "declined Leiden after all, staying put", "leiden"),
+        ("enrolled in the evening MBA", "withdrew from the MBA, too much with the baby", "mba"),
+        # a thing and its end, said in a few words
+        ("I'm in a sling since the fall", "sling removed, arm stiff but fine", "sling"),
+        ("I drive a rusty Astra", "the Astra's gone to the scrapyard", "astra"),
+        ("my Kindle goes everywhere with me", "the Kindle is in a drawer now, paper only", "kindl"),
+        # ill, then well; waiting on papers, then granted; a plan's thing arrived
+        ("I've got the flu, can't move", "finally feeling like myself again", "recovered"),
+        ("I'm sick with a chest infection", "back on my feet, antibiotics worked", "recovered"),
+        ("waiting on my residence permit", "visa approved at last!", "found"),
+        ("I need to order new glasses", "new glasses arrived, I can see!", "done"),
+        # a birth told as news, a child by the count it makes
+        ("we're expecting twins in spring", "born at dawn, two girls, all well", "expec"),
+        ("we have three kids", "number four arrived on Sunday!!", "4"),
+    ],
+)
+def test_an_ending_or_an_arrival_is_an_update(old: str, new: str, why: str) -> None:
+    reason = update_reason(old, new, "Kai", "Kai")
+    assert reason is not None
+    assert why.casefold() in reason.casefold()
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("signed up for the pottery course", "my sister dropped out of pottery"),
+        ("accepted the offer at Leiden", "Leiden declined my friend's application"),
+        ("I drive a rusty Astra", "the Astra is in the garage for its service"),
+        ("I've got the flu, can't move", "feeling better about the move now"),
+        ("I've got the flu, can't move", "my husband is feeling better"),
+        ("I had covid back in 2021", "feeling human again after a long sleep"),
+        ("waiting on my residence permit", "my friend's visa was approved"),
+        ("I need to call my mum", "mum arrived for the weekend"),
+        ("we have three kids", "number four on the list is the garage"),
+        ("I'm in a sling since the fall", "sling bag on sale, bought one"),
+    ],
+)
+def test_an_ending_look_alike_is_not_an_update(old: str, new: str) -> None:
+    assert update_reason(old, new, "Kai", "Kai") is None

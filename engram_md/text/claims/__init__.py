@@ -12,9 +12,10 @@ whether a newer statement's claims replace an older one's. The rules, each expla
   "single" → "engaged"; "my rent is 900" → "my rent is 1100 now". A slot can change with
   its value unsaid: "new job!", "got promoted", "we moved house", "I retired".
 * **It ended.** The newer statement ends something ("left", "quit", "sold", "scrapped",
-  "turned down", "came off", "ripped … out", "traded … in", "no longer", "done with it") or
-  says it ended ("the Saab died", "the account is closed", "the wrist has healed", "the
-  contract ended") and what it ends is what the older statement was about.
+  "turned down", "declined", "came off", "ripped … out", "traded … in", "no longer", "done
+  with it"), what was taken on too ("signed up for …" → "dropped out of …"), or says it
+  ended ("the Saab died", "the account is closed", "the wrist has healed", "the contract
+  ended", "the Kindle is in a drawer") and what it ends is what the older statement was about.
 * **It was done.** The older statement is a plan or a to-do ("I need to call the bank") and
   the newer one says that work was done or called off ("finally called the bank"): the
   plan's own verb done, or a done-word, to the same thing -- not merely a shared verb.
@@ -30,7 +31,8 @@ whether a newer statement's claims replace an older one's. The rules, each expla
   reverse ("I hate coffee" → "coffee has grown on me"), or changes a decision in so many
   words ("change of plans", "scratch that", "after all", "went with green in the end").
 * **Life moved on.** A birth ends a pregnancy, graduating ends studies, a job found ends a
-  job search and being out of work.
+  job search and being out of work, feeling well again ends an illness, papers granted end a
+  wait for them, and what a plan would get arriving carries the plan out.
 
 What keeps a look-alike from counting (a wrong update hides a true memory, so the rules lean
 to saying nothing): a different holder ("my sister moved to Munich", "a friend got a job at

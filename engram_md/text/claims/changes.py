@@ -24,6 +24,7 @@ from .clauses import (
     _sentences_with,
 )
 from .endings import (
+    _ARRIVED,
     _BACK_FROM_LEAVE,
     _BORN,
     _DONE,
@@ -33,12 +34,18 @@ from .endings import (
     _ENDING,
     _FOUND,
     _GRADUATED,
+    _GRANTED,
+    _HEADLINE_END,
+    _ILL,
     _PAST_VERB,
     _PROBLEM,
     _PRONOUN,
+    _RECOVERED,
     _RESOLVED,
     _SEEKING,
+    _TAKEN_ON,
     _TORN_OUT,
+    _as_papers,
     _ended,
     _is_other_birth,
 )
@@ -316,11 +323,26 @@ def _change_claims(clause: str, who: str, holder: str, whole: str) -> Iterator[C
             yield from _ended(who, ended, ignore, whole=told)
     for m in _TORN_OUT.finditer(clause):
         yield from _ended(who, m.group("v"), ignore)
-    for m in _SEEKING.finditer(clause):
-        yield Claim(who, "seeking", _nouns(m.group("v")), said=m.group("v"))
-    for m in _FOUND.finditer(clause):
+    for m in _HEADLINE_END.finditer(clause):
+        yield from _ended(who, m.group("v"), ignore)
+    for m in _TAKEN_ON.finditer(clause):
         if not _negated(clause, m.start()):
-            yield Claim(who, "found", _nouns(m.group("v")))
+            yield Claim(who, "has", salient(m.group("v"), ignore), said=m.group("v"))
+    for m in _SEEKING.finditer(clause):
+        yield Claim(who, "seeking", _as_papers(_nouns(m.group("v"))), said=m.group("v"))
+    for rule in (_FOUND, _GRANTED):
+        for m in rule.finditer(clause):
+            if not _negated(clause, m.start()):
+                yield Claim(who, "found", _as_papers(_nouns(m.group("v"))))
+    for m in _ARRIVED.finditer(clause):
+        if not _negated(clause, m.start()):
+            yield Claim(who, "arrived", _nouns(m.group("v")))
+    ill = _ILL.search(clause)
+    if ill and not _negated(clause, ill.start()):
+        yield Claim(who, "ill", frozenset({"ill"}), said=ill.group(0))
+    well = _RECOVERED.search(clause)
+    if well and not _negated(clause, well.start()):
+        yield Claim(who, "recovered", frozenset({"ill"}))
     if _PROBLEM.search(clause) and not _RESOLVED.search(clause):
         cue = salient(" ".join(m.group(0) for m in _PROBLEM.finditer(clause)))
         yield Claim(who, "problem", salient(clause, ignore) - cue)

@@ -8,13 +8,14 @@ from collections.abc import Iterator
 
 import regex
 
+from .clauses import _PEOPLE
 from .slots import _A, Claim
 from .words import _ADVERB, _APOS, _I, _LEMMA, _WORD, _stem, salient
 
 # Cues that end what follows them ("left Shopify", "scrapped React", "bye comcast").
 _ENDING = regex.compile(
     r"\b(?:left|leaving\s+(?!for\b)|quit|quitting|dropped(?:\s+out\s+of)?|ditched|scrapped|"
-    r"turned\s+down|accepted\s+an\s+offer\s+(?:on|for)|f[ae]ll(?:ing)?\s+out\s+with|"
+    r"turned\s+down|declined|passed\s+on|said\s+no\s+to|accepted\s+an\s+offer\s+(?:on|for)|f[ae]ll(?:ing)?\s+out\s+with|"
     rf"(?:(?<=\b(?:finally|mostly|fully|just|now|i{_APOS}m|i\s+am)\s+)|^)(?:over|off)(?=\s+(?:the|my)\s)|"
     r"paid\s+off|"
     r"changed(?=\s+(?:my|our)\s+(?!minds?\b))|cut\s+out|(?:came|come|coming|got|getting|weaned)\s+"
@@ -38,10 +39,13 @@ _ENDING = regex.compile(
 # The same, with what ends first: "Flutter is out", "the S9 finally died", "crutches are gone".
 _ENDED_SUBJECT = regex.compile(
     r"(?:^|[,.;:!?]\s*|\b(?:the|my|our)\s+)(?P<v>[\p{L}\p{N}][\p{L}\p{N}'’\-]*"
-    r"(?:\s+[\p{L}\p{N}][\p{L}\p{N}'’\-]*){0,2})\s+"
-    rf"(?:(?:is|are|has\s+been|got|{_APOS}s)\s+(?:finally\s+|officially\s+|now\s+|\p{{L}}+ly\s+|"
+    r"(?:\s+[\p{L}\p{N}][\p{L}\p{N}'’\-]*){0,2})(?:\s+|(?=['’]s\s))"
+    rf"(?:(?:is|are|has\s+been|got|(?<=\w){_APOS}s)\s+(?:finally\s+|officially\s+|now\s+|\p{{L}}+ly\s+|"
     r"all\s+)?"
-    r"(?:out|gone|over|dead|history|cancell?ed|off\s+the\s+table|for\s+sale|no\s+more|closed|"
+    # "gone to the scrapyard", "in a drawer": out of use, in so many words
+    r"(?:gone\s+to\s+(?:the\s+)?(?:scrap\w*|junk\w*|tip|dump|crusher|breakers?|"
+    r"\w+\s+in\s+the\s+sky)|in\s+(?:a|the)\s+drawer|in\s+storage|(?:gathering|collecting)\s+"
+    r"dust|out|gone|over|dead|history|cancell?ed|off\s+the\s+table|for\s+sale|no\s+more|closed|"
     r"retired|healed|approved|granted|fixed|sorted|resolved|switched\s+off|shut\s+down|off|"
     r"written\s+off|totall?ed|wrecked|stolen|scrapped|good\s+now|fine\s+now|better\s+now|"
     r"back\s+to\s+normal)|"
@@ -96,7 +100,9 @@ _DONE = regex.compile(
     r"went\s+in|achieved|booked(?!\s+(?:\S+\s+){0,3}?for\b)|ordered|installed|repaired|set\s+up|picked\s+up|returned|"
     r"filed|published|launched|released|wrapped\s+up|went\s+live|is\s+live|migrated|renewed|"
     rf"paid(?:\s+off)?|cancell?ed|called\s+off|scrapped|is\s+off|{_APOS}s\s+off|"
-    rf"didn{_APOS}?t\s+end\s+up|not\s+happening|defended|passed|signed|got\s+back|arrived|"
+    rf"didn{_APOS}?t\s+end\s+up|not\s+happening|defended|passed|signed|got\s+back|"
+    # a thing arrived, not a person: "mum arrived for the weekend" does no work
+    rf"(?<!\b{_PEOPLE}\s+(?:(?:has|have|finally|just)\s+)?)arrived|"
     r"sorted|fixed|postponed\s+indefinitely|went\s+out|went\s+(?:really\s+)?well|"
     r"cancel|had\s+(?:his|her|their)|"
     # "kitchen's painted", "the tap is fixed": done, said of the work itself
@@ -178,6 +184,8 @@ def _is_other_birth(clause: str) -> bool:
 
 
 _BORN = regex.compile(
+    # "born 3:12am", "born on Tuesday": a birth told as news, not "born in 1990"
+    r"^\W*born\s+(?:(?:at|on)\b|\d|yesterday|today|this|last|early|late|just)|"
     rf"\b(?:was|were|got)\s+born\b|\bgave\s+birth\b|\bbaby(?:{_APOS}s|\s+is|\s+has)\s+"
     r"(?:here|arrived)\b|\b(?:baby|son|daughter|twins|boy|girl)\s+(?:[\w\-]+\s+){0,2}"
     r"(?:arrived|was\s+born|were\s+born)\b|\blost\s+the\s+baby\b|\bmiscarr\w+",
@@ -192,3 +200,60 @@ _ON_LEAVE = regex.compile(
 _BACK_FROM_LEAVE = regex.compile(
     r"\bback\s+(?:at|in|to)\s+(?:the\s+)?(?:work|office|job|desk)\b", _I
 )
+
+
+# What was taken on, and can be dropped or declined: "signed up for the bootcamp" is ended by
+# "dropped out of the bootcamp", "accepted the offer at Leiden" by "declined Leiden".
+_TAKEN_ON = regex.compile(
+    r"\b(?:signed\s+up\s+(?:for|to)|enrolled\s+(?:in|on|at|for)|registered\s+(?:for|with)|"
+    r"accepted\s+(?:the|an|a|their)\s+(?:offer|place|spot|position)\s+(?:at|from|with|on)|"
+    r"committed\s+to)\s+" + _A + r"(?P<v>[^,.;:!?()]{1,40}?)(?=\s*(?:$|[,.;:!?()]|\s(?:and|but|"
+    r"so|because|starting|starts|from|in|on|for|last|this|yesterday|today|next)\b))",
+    _I,
+)
+# A short clause that is only a thing and its end: "crutches returned", "exams over".
+_HEADLINE_END = regex.compile(
+    r"^\W*(?:the\s+|my\s+|our\s+)?(?P<v>[\p{L}\-]+(?:\s+[\p{L}\-]+)?)\s+(?:returned|"
+    r"removed|gone|healed|sold|cancell?ed|scrapped|binned|handed\s+back|given\s+back|over)"
+    r"\W*$",
+    _I,
+)
+# Ill now, and well again: "I've got covid" → "feeling human again".
+_ILLNESS = (
+    r"covid|flu|(?:a|the|bad|heavy)\s+cold|chest\s+infection|pneumonia|bronchitis|tonsillitis|"
+    r"strep|a\s+virus|food\s+poisoning|norovirus|stomach\s+bug|fever|shingles|chickenpox|"
+    r"glandular\s+fever|mono"
+)
+_ILL = regex.compile(
+    rf"\b(?:i{_APOS}ve\s+got|i\s+have|i{_APOS}m\s+(?:down|sick|off|laid\s+up)\s+with|"
+    rf"(?:came|come)\s+down\s+with|tested\s+positive\s+for|got)\s+(?:the\s+)?(?:{_ILLNESS})\b|"
+    rf"\b(?:i{_APOS}m|i\s+am)\s+(?:\w+\s+)?(?:sick|ill|poorly|unwell|bedridden)\b|"
+    r"\btested\s+positive\b",
+    _I,
+)
+_RECOVERED = regex.compile(
+    r"\b(?:feeling\s+(?:\w+\s+)?(?:better|human|normal|myself|like\s+myself)"
+    r"(?!\s+(?:about|that|with)\b)|back\s+on\s+my\s+feet|recovered|all\s+better|"
+    rf"over\s+the\s+(?:worst|{_ILLNESS}|bug|virus)|tested\s+negative|"
+    r"no\s+longer\s+(?:sick|ill|contagious|poorly))\b",
+    _I,
+)
+# Papers that allow a stay or work are one kind: waiting on a visa is ended by a permit.
+_PAPERS = frozenset(_stem(w) for w in "visa permit residency".split())
+_GRANTED = regex.compile(
+    r"(?P<v>[\p{L}\-]+(?:\s+[\p{L}\-]+)?)\s+(?:(?:is|was|has\s+been|got|finally)\s+)*"
+    r"(?:approved|granted|came\s+through|issued)\b",
+    _I,
+)
+# Something a plan would get, come: "new passport came in the post" does "renew my passport".
+_ARRIVED = regex.compile(
+    r"(?P<v>[\p{L}\-]+)\s+(?:(?:has|have|finally)\s+)*(?:arrived|came\s+in\s+the\s+(?:mail|post)|"
+    r"came\s+through|turned\s+up\s+in\s+the\s+(?:mail|post)|(?:got|was|were)\s+delivered)\b",
+    _I,
+)
+_GETTING = frozenset(_stem(w) for w in "renew get order buy replace apply request collect".split())
+
+
+def _as_papers(value: frozenset[str]) -> frozenset[str]:
+    """A visa, a permit or residency, said as the one kind of paper they are."""
+    return value | _PAPERS if value & _PAPERS else value

@@ -391,6 +391,12 @@ _COUNT_RULES = (
     ),
     # "baby number three", "a four-piece (band)"
     regex.compile(rf"\b(?P<noun>baby|kid|child)\s+(?:number|no\.?|#)\s*(?P<n>{_NUM})\b", _I),
+    # "number three arrived": a child, by the count it makes
+    regex.compile(
+        rf"(?:^|[,.;:!?]\s*)(?:number|no\.?|#)\s*(?P<n>{_NUM})(?P<noun>)\s+(?:has\s+)?"
+        r"(?:arrived|is\s+here|was\s+born|came\s+(?:early|along))\b",
+        _I,
+    ),
     regex.compile(
         rf"\b(?P<noun>reports|kids|employees|team)\s+went\s+(?:up|down)\s+to\s+"
         rf"(?P<n>{_NUM})\b",

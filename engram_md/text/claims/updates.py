@@ -38,7 +38,7 @@ from .clauses import (
     _without_speaker_label,
     without_asides,
 )
-from .endings import _DONE, _ON_LEAVE, _STUDENT
+from .endings import _DONE, _GETTING, _ON_LEAVE, _STUDENT
 from .slots import (
     _MOVED_ON,
     FEWER,
@@ -197,6 +197,12 @@ def _replaces(o: Claim, n: Claim) -> str | None:
         return f"put right: {' '.join(sorted(o.value & n.value))}"
     if o.slot == "seeking" and n.slot == "found" and o.value & n.value:
         return f"found: {_show(o)}"
+    if o.slot == "ill" and n.slot == "recovered":
+        return f"recovered: {_show(o)}"
+    if o.slot == "plan" and n.slot == "arrived" and o.core & _GETTING:
+        things = salient(_DOING.sub("", o.said)) - o.core if o.said else o.value - o.core
+        if things & n.value:  # "renew my passport", then "the new passport arrived"
+            return f"{_DONE_PREFIX}{_show(o)}"
     if o.slot == "plan" and n.slot == "did" and o.core & n.core:
         things = salient(_DOING.sub("", o.said)) - o.core if o.said else o.value - o.core
         if things & n.value:  # the work's own verb, done to the same thing
