@@ -321,3 +321,43 @@ def test_an_ending_or_an_arrival_is_an_update(old: str, new: str, why: str) -> N
 )
 def test_an_ending_look_alike_is_not_an_update(old: str, new: str) -> None:
     assert update_reason(old, new, "Kai", "Kai") is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "why"),
+    [
+        # where a home is, read off the way to work, a house by its town, a place of one's own
+        ("the commute from Portobello is brutal", "we got a flat in Morningside!", "residence"),
+        ("we live in a flat in Hackney", "first weekend settled into the Margate house", "resid"),
+        ("I live with my parents for now", "got my own place at last, tiny but mine", "resid"),
+        ("I share a house in Bristol", "moved in with my partner in January", "residence"),
+        # a decision turned around by "instead", a sale taken back, staying put
+        (
+            "we're going with the tiled floor",
+            "we're laying oak boards instead, tiles felt cold",
+            "",
+        ),
+        ("I'm going to sell the van this spring", "took the van off the market, I need it", ""),
+        ("we're moving to the coast next year", "we're staying put, the coast can wait", ""),
+    ],
+)
+def test_a_home_or_a_decision_changed_is_an_update(old: str, new: str, why: str) -> None:
+    reason = update_reason(old, new, "Kai", "Kai")
+    assert reason is not None
+    assert why.casefold() in reason.casefold()
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I live in Hackney", "my sister has her own place in Margate now"),
+        ("I live in Hackney", "the commute from Hackney is brutal"),
+        ("I live in Hackney", "stayed at the Margate house for a few days"),
+        ("I'm single", "I go running every single morning"),
+        ("we're going with the tiled floor", "I'd have tea instead, if you have it?"),
+        ("we're moving to the coast next year", "my parents are staying put in Leeds"),
+        ("I'm going to sell the van this spring", "house prices are off the charts"),
+    ],
+)
+def test_a_home_or_decision_look_alike_is_not_an_update(old: str, new: str) -> None:
+    assert update_reason(old, new, "Kai", "Kai") is None

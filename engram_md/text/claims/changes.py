@@ -229,7 +229,8 @@ _STRONG_CHANGE = regex.compile(
     r"minds?|backed\s+out|instead|swapped|decided\s+against|on\s+second\s+thoughts?|"
     r"reconsidered|rethought|not\s+going\s+ahead|in\s+the\s+end(?!\s+of)|postponed|"
     r"rescheduled|delayed|brought\s+forward|pushed\s+(?:the|our|my|it)\b(?:\s+\S+){0,3}?\s+"
-    r"(?:back|to))\b",
+    r"(?:back|to)|(?:took|taken|taking|pulled)\s+(?:\S+\s+){1,3}?off\s+the\s+market|"
+    r"(?:staying|stay|stayed)\s+put)\b",
     _I,
 )
 _CHOICE = regex.compile(
@@ -380,7 +381,7 @@ def _change_claims(clause: str, who: str, holder: str, whole: str) -> Iterator[C
         cue = salient(" ".join(w for m in done for w in m.group(0).split() if w in _DONE_WORDS))
         yield Claim(who, "done", salient(_VOCATIVE.sub("", sentence), ignore) - cue)
     strong = [m.group(0).casefold() for m in _STRONG_CHANGE.finditer(clause)]
-    if any(not w.startswith("in") for w in strong) or strong and _CHOICE.search(clause):
+    if any(not w.startswith("in the") for w in strong) or strong and _CHOICE.search(clause):
         # "in the end" changes a decision said with a choice ("went with green in the end"),
         # not "it's all worth it in the end"
         yield Claim(who, "changed", salient(whole, ignore))

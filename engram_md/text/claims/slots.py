@@ -105,9 +105,24 @@ _RESIDENCE_RULES = (
         _I,
     ),
     regex.compile(rf"\bin\s+{_PLACE}\s+now\b", _I),
+    # where the way to work starts: "the commute from Leith"
+    regex.compile(rf"\bcommut\w*\s+(?:in\s+)?from\s+{_PLACE}", _I),
+    # "unpacked in the Leipzig house", "settled into the Bath flat"
+    regex.compile(
+        r"\b(?:unpacked|moved|settled|living|live[sd]?)\s+(?:in|into)\s+(?:the|our|my)\s+"
+        rf"(?:new\s+)?{_PLACE}\s+(?:house|flat|apartment|place|home)\b",
+        _I,
+    ),
+    # a home of one's own, after living with others: "first night in my own place"
+    regex.compile(
+        r"\b(?:in|into|got|have|found|bought)\s+(?:my|our)\s+(?:very\s+)?(?P<v>own)\s+"
+        r"(?:place|flat|apartment|house|home)\b",
+        _I,
+    ),
     # "living at my parents' place", "staying with my sister"
     regex.compile(
-        r"\b(?:live|lives|living|staying|crashing)\s+(?:at|with|in)\s+(?P<v>(?:my|our|a|an)\s+"
+        r"\b(?:live|lives|living|staying|crashing|moved\s+in)\s+(?:at|with|in)\s+"
+        r"(?P<v>(?:my|our|a|an|\w+['’]s)\s+"
         r"[^,.;:!?()]{1,30}?)(?=\s*(?:$|[,.;:!?()]|\s(?:for|since|until|till|now|and|but|so)\b))",
         _I,
     ),
@@ -245,7 +260,8 @@ _STATUS_OF_PARTNER = {
 _RELATIONSHIP = (
     (
         "single",
-        r"single|on\s+my\s+own|broke\s+up|split\s+up|separated|separating|divorced|divorcing|"
+        r"(?<!\bevery\s)single(?!\s+(?:day|morning|night|week|time|one|thing|bit|person|"
+        r"word|file|room|bed|cream|malt|use|market|mum|mom|dad|parent))|on\s+my\s+own|broke\s+up|split\s+up|separated|separating|divorced|divorcing|"
         r"(?:going\s+through|getting)\s+a\s+divorce|"
         # "we split in the summer", not "we split the bill"
         r"split(?!\s+(?:the|a|an|it|our|my|his|her|their|this|that|into|between|across|evenly|"
@@ -311,7 +327,8 @@ def _state_claims(clause: str, who: str, holder: str) -> Iterator[Claim]:
         for rule in _RESIDENCE_RULES:
             for m in rule.finditer(clause):
                 if not _negated(clause, m.start()):
-                    yield Claim(who, "residence", salient(m.group("v")), said=m.group("v"))
+                    value = salient(m.group("v")) or frozenset({m.group("v").casefold()})
+                    yield Claim(who, "residence", value, said=m.group("v"))
     jobless = _JOBLESS.search(clause) is not None  # "lost my job at Acme" says no employer
     for rule in () if jobless else _EMPLOYER_RULES:
         for m in rule.finditer(clause):
