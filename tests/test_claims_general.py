@@ -357,6 +357,9 @@ def test_a_home_or_a_decision_changed_is_an_update(old: str, new: str, why: str)
         ("we're going with the tiled floor", "I'd have tea instead, if you have it?"),
         ("we're moving to the coast next year", "my parents are staying put in Leeds"),
         ("I'm going to sell the van this spring", "house prices are off the charts"),
+        ("I live in York", "the commute from Leeds is easier for my wife"),
+        ("I'm going to paint the house in May", "we're staying put this weekend, house is cosy"),
+        ("I work at Acme", "my neighbour's boss at Lidl is lovely"),
     ],
 )
 def test_a_home_or_decision_look_alike_is_not_an_update(old: str, new: str) -> None:

@@ -230,7 +230,7 @@ _STRONG_CHANGE = regex.compile(
     r"reconsidered|rethought|not\s+going\s+ahead|in\s+the\s+end(?!\s+of)|postponed|"
     r"rescheduled|delayed|brought\s+forward|pushed\s+(?:the|our|my|it)\b(?:\s+\S+){0,3}?\s+"
     r"(?:back|to)|(?:took|taken|taking|pulled)\s+(?:\S+\s+){1,3}?off\s+the\s+market|"
-    r"(?:staying|stay|stayed)\s+put)\b",
+    r"(?:staying|stay|stayed)\s+put(?!\s+(?:this|that|for\s+the|tonight|today|over)\b))\b",
     _I,
 )
 _CHOICE = regex.compile(

@@ -106,7 +106,11 @@ _RESIDENCE_RULES = (
     ),
     regex.compile(rf"\bin\s+{_PLACE}\s+now\b", _I),
     # where the way to work starts: "the commute from Leith"
-    regex.compile(rf"\bcommut\w*\s+(?:in\s+)?from\s+{_PLACE}", _I),
+    regex.compile(
+        rf"(?:\b(?:i|we)\s+commute|\b(?:my|our|the)\s+(?:daily\s+)?commute)\s+(?:in\s+)?from\s+"
+        rf"{_PLACE}(?![^.!?]*\b(?:for|of)\s+(?:my|his|her|their)\b)",
+        _I,
+    ),
     # "unpacked in the Leipzig house", "settled into the Bath flat"
     regex.compile(
         r"\b(?:unpacked|moved|settled|living|live[sd]?)\s+(?:in|into)\s+(?:the|our|my)\s+"
@@ -184,9 +188,9 @@ _OWN_WORK = regex.compile(
     r"\bwork(?:ing)?\s+for\s+(?P<v>myself|ourselves)\b",
     _I,
 )
-# Who the holder works with says where: "my boss at Siemens", "my team at the hospital".
+# Who the holder works with says where: "my boss at Siemens", "my colleagues at the bank".
 _WORKMATES_AT = (
-    r"(?:boss|manager|colleagues?|co-?workers?|team|office|workplace)\s+at\s+"
+    r"(?:boss|manager|colleagues?|co-?workers?|office|workplace)\s+at\s+"
     rf"{_A}{_VALUE}{_END}"
 )
 
