@@ -1,4 +1,4 @@
-"""The update rules in general words (engram_md/text/claims.py): a change said with "now",
+"""The update rules in general words (engram_md/text/claims/): a change said with "now",
 "anymore", "switched" beside a word of the earlier statement, kinds of value, people close to
 the holder, life events, plans carried out -- and the look-alikes each of them must leave
 alone. Every sentence here was written for this test, none taken from a bench pair set."""
