@@ -210,7 +210,9 @@ class TraceWeaver:
         }
 
     def save(self) -> None:
-        save_json(self.path, self.to_json(), fsync=False)
+        # Rewritten at every seal and growing with every box: on one line (see save_json). The
+        # 50,000-message import bench took 248 s with it indented, 238 s on one line.
+        save_json(self.path, self.to_json(), fsync=False, compact=True)
 
     def _load(self) -> None:
         data = load_json(self.path, {})
