@@ -16,7 +16,7 @@ from engram_md.text.claims import ClaimBook, carried_out, claims, salient, updat
     ("old", "new", "why"),
     [
         # a change in general words, tied by a word of the earlier statement
-        ("I write all my notes in Notion.", "ditched Notion, Obsidian is my notes app now", ""),
+        ("I keep all my notes in Evernote.", "ditched Evernote, Logseq is my notes app now", ""),
         ("I'm a big fan of horror films", "can't watch horror anymore, too stressful", "horro"),
         ("I use Notion for everything", "switched to Obsidian, Notion got too slow", "notio"),
         ("I drive a Saab", "the Saab died, a Kona is our car now 💀", "saab"),
@@ -26,7 +26,7 @@ from engram_md.text.claims import ClaimBook, carried_out, claims, salient, updat
         # kinds of value need no shared word
         ("I prefer morning workouts", "turns out I'm an evening person now", "time of day"),
         ("I'm on Android", "I'm on iPhone now, the camera won me over", ""),
-        ("I prefer the window seat", "aisle seat all the way now", "seat"),
+        ("I prefer the front row", "back row all the way now", "row"),
         # someone close to the holder
         ("my daughter Mia is at Elm Primary", "we moved Mia to Oak Academy this term", "mia"),
         ("my son is at Oakwood primary", "my son started at Hillcrest secondary", "changed"),
@@ -40,11 +40,11 @@ from engram_md.text.claims import ClaimBook, carried_out, claims, salient, updat
         # counts
         ("I have 2 cats", "we adopted a third cat last week", "3"),
         ("we've got two dogs", "we lost our old dog last week, it's just Bella now", "fewer"),
-        ("Our band has five members", "the drummer quit so we're a four-piece now", "4"),
+        ("Our band has six members", "the bassist left so we're a five-piece now", "5"),
         # endings said after the thing
         ("my email is sam@old.com", "the old email account is closed", "email"),
         ("I'm recovering from knee surgery", "knee is fully healed, back to football", "knee"),
-        ("I drive a Ford Focus", "my Focus got written off in a crash", "Focus"),
+        ("I drive a Honda Jazz", "my Jazz got written off in a crash", "Jazz"),
         ("my GP is Dr. Rao at the Mill Lane clinic", "I switched GPs last month", "gp"),
         ("my number is 555-1234", "changed my number, it's 555-9876 now", "number"),
         ("I take my coffee with sugar", "cut sugar out of my coffee completely", "sugar"),
@@ -59,7 +59,7 @@ from engram_md.text.claims import ClaimBook, carried_out, claims, salient, updat
         # one thing of the holder's, and what it is
         ("my favourite band is Muse", "my favourite band is Wet Leg now", "band"),
         ("my rent is 900 a month", "my rent is 1100 now, ugh", "rent"),
-        ("Firefox is my main browser", "Brave is my browser now", "brows"),
+        ("Safari is my main browser", "Opera is my browser now", "brows"),
         # the slot changed, its value unsaid
         ("I live in Nantes", "we moved house last week", "residence"),
         ("I'm a junior analyst", "got promoted at last!", "role"),
@@ -142,7 +142,7 @@ def test_a_plan_done_is_carried_out(old: str, new: str) -> None:
         ("I live in Leeds", "we're thinking of moving to York at some point"),
         ("I live in Leeds", "would moving to York be a good idea?"),
         ("I live in Leeds", "I'm in York for a conference this week"),
-        ("I surf every morning", "in another life I'd give up surfing and golf instead"),
+        ("I row every morning", "in another life I'd give up rowing and chess instead"),
         ("I have two cats", "my neighbour has three cats now"),
         ("I'm a smoker", "had a cigarette after dinner"),
         ("we have 2 kids", "how do people with three kids even cope??"),
@@ -176,7 +176,7 @@ def test_a_plan_done_is_carried_out(old: str, new: str) -> None:
         ("I work nights", "worked a double last night, shattered"),
         ("I have braces", "my braces are killing me today"),
         # the doing shared, not the work
-        ("I have to finish painting the fence", "finished painting my miniatures"),
+        ("I have to finish sanding the deck", "finished sanding my guitar body"),
         ("I need to finish the report", "started the report today, slow going"),
         ("I need to call my mum", "my mum called me this morning"),
         # one word in common, not the same thing

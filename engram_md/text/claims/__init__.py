@@ -14,7 +14,7 @@ whether a newer statement's claims replace an older one's. The rules, each expla
 * **It ended.** The newer statement ends something ("left", "quit", "sold", "scrapped",
   "turned down", "declined", "came off", "ripped … out", "traded … in", "no longer", "done
   with it"), what was taken on too ("signed up for …" → "dropped out of …"), or says it
-  ended ("the Saab died", "the account is closed", "the wrist has healed", "the contract
+  ended ("the Volvo died", "the account is closed", "the knee has healed", "the contract
   ended", "the Kindle is in a drawer") and what it ends is what the older statement was about.
 * **It was done.** The older statement is a plan or a to-do ("I need to call the bank") and
   the newer one says that work was done or called off ("finally called the bank"): the
@@ -22,13 +22,13 @@ whether a newer statement's claims replace an older one's. The rules, each expla
 * **It changed, in general words.** The newer statement says a change ("… now", "not …
   anymore", "switched", "these days", "instead", "went back to", "moved Mia to …") in a
   clause that names what the older statement was about -- a shared word, the same verb said
-  of the holder ("I drive a Saab" → "I drive a Kona now"), a value of the same kind
-  ("window seat" → "aisle"; "morning runs" → "an evening runner now"; renting → "we own our
+  of the holder ("I drive a Volvo" → "I drive a Kona now"), a value of the same kind
+  ("window seat" → "aisle"; "early swims" → "a night swimmer now"; renting → "we own our
   place now"), or someone close to the holder ("my daughter Mia is at Elm" → "we moved Mia
   to Oak"). A change that would replace many statements at once is about a whole topic of
   the holder's, not any one of them, and replaces none (:class:`ClaimBook`).
 * **It turned around.** The newer statement likes what the older one disliked, or the
-  reverse ("I hate coffee" → "coffee has grown on me"), or changes a decision in so many
+  reverse ("I hate tea" → "tea has grown on me"), or changes a decision in so many
   words ("change of plans", "scratch that", "after all", "went with green in the end").
 * **Life moved on.** A birth ends a pregnancy, graduating ends studies, a job found ends a
   job search and being out of work, feeling well again ends an illness, papers granted end a
@@ -38,11 +38,11 @@ What keeps a look-alike from counting (a wrong update hides a true memory, so th
 to saying nothing): a different holder ("my sister moved to Munich", "a friend got a job at
 …", another speaker); a clause that only wonders, asks or intends ("if we moved…", "should
 I…", "I'd give it up", "planning to move…": a plan is a claim of its own, never a change of
-state); one that adds ("I like coffee too", "a second laptop"); one set in the past ("back
+state); one that adds ("I like tea too", "a second laptop"); one set in the past ("back
 when I lived in Rome", "had an interview yesterday"); the same value again ("still in
 Berlin", "five years vegan now"); a change of a part or a place of the thing, not of the
 holder ("my Pixel's battery is dying now", "my phone is on 5% now"); whom a message is said
-to ("Thanks, Mel!"); and two events -- "ran a 5k", then "ran a 10k" -- which claim nothing
+to ("Thanks, Mel!"); and two events -- "swam a mile", then "swam two miles" -- which claim nothing
 about a slot.
 
 Everything here is words and rules, no model: deterministic and cheap enough to run on every

@@ -55,7 +55,7 @@ from .words import _APOS, _GENERIC, _I, _NAME, _WORD, _nouns, _numbers, _stem, s
 # Words that say how things stand has changed, whatever it is about: "… now", "not …
 # anymore", "switched", "these days", "instead", "became", "in the end". Alone they say
 # nothing of what changed; said beside a word of an earlier statement of the same person
-# ("the Saab died, a Kona is our car now" after "we drive a Saab") they replace it. A "now"
+# ("the Volvo died, a Kona is our car now" after "we drive a Volvo") they replace it. A "now"
 # that ends a length of time ("three years now") or means "at the moment" says no change.
 # "Now" as a state's word: after a verb of being ("I'm now at Acme") or closing what is said
 # ("a Kona is our car now"); not "now I get to…", "now that…", "three years now", "right now".
@@ -92,7 +92,7 @@ _NOT_A_SHIFT = regex.compile(
 
 
 # Words that are values of one kind, so that a change from one to another needs no shared
-# word: "I prefer morning runs" → "I'm an evening runner now"; "window seat" → "aisle".
+# word: "I prefer early swims" → "I'm a night swimmer now"; "window seat" → "aisle".
 _KINDS = {
     "time of day": "morning mornings=morning evening evenings=evening night nights=night "
     "afternoon afternoons=afternoon",
@@ -119,7 +119,7 @@ _KIND_OF = {
 
 
 # Kinds whose words mean the kind only in a context: "bike" is a way to work only said of
-# going to work ("I cycle to work now"), not in "swapped my bike for an e-bike".
+# going to work ("I walk to work now"), not in "swapped my bike for an e-bike".
 _KIND_CONTEXT = {
     "shifts": regex.compile(r"\b(?:on|work|working|doing)\s+(?:nights|days)\b", _I),
     "commute": regex.compile(
@@ -143,8 +143,8 @@ def _alternatives(text: str) -> dict[str, frozenset[str]]:
     }
 
 
-# What someone does, said right after them: "I drive a Saab", "everything I write is in Helix",
-# "I'm reading on a Kobo" -- the verb (or the preposition of "I'm on Android").
+# What someone does, said right after them: "I drive a Volvo", "everything I write is in Helix",
+# "I'm reading on a tablet" -- the verb (or the preposition of "I'm on a Pixel").
 _DOER = (
     rf"(?:\b(?:i|we){_APOS}(?:m|re|ve)|\b(?:i|we)\b)(?:\s+(?:am|is|are|have|has|do|been|now|just|"
     r"mostly|mainly|usually|always|actually|currently|finally|basically|only|all|mostly)\b)*"
@@ -194,7 +194,7 @@ def _of_the_thing(said: str, shared: frozenset[str], holder: str) -> bool:
     for m in _PART_OF.finditer(said):
         part = (m.group("part") or "").casefold()
         if part in STOP_WORDS or part in _GENERIC:
-            continue  # "not at St Columba's anymore"
+            continue  # "not at Ridgeway Primary anymore"
         it = m.group("it").casefold()
         mod = (m.group("mod") or "").casefold() if m.group("where") is not None else ""
         if m.group("where") is not None and regex.search(

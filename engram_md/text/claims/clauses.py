@@ -102,7 +102,7 @@ _WONDER = regex.compile(
     r"^\W*(?:how|what|why|where|who|which|do|does|did|is|are|can|any|anyone)\b[^.!]*\?",
     _I,
 )
-# "I'd give up surfing": would, unless what was agreed ("we agreed we'd host") or had been
+# "I'd give up climbing": would, unless what was agreed ("we agreed we'd host") or had been
 # ("we'd settled on a retriever").
 _WOULD = regex.compile(rf"\b(?:i|we|you|he|she|they){_APOS}d\s+(?!\w+ed\b|been\b)", _I)
 # A clause that intends: a plan of its own, never a change of state.
@@ -156,7 +156,7 @@ _PAST = regex.compile(
     r"(?:was|were)\s+born\s+(?:in|and)|originally\s+from|in\s+my\s+(?:teens|twenties|thirties|youth))",
     _I,
 )
-# A statement of what someone has, uses or is doing: "I use VS Code", "my bank is Barclays".
+# A statement of what someone has, uses or is doing: "I use Vim", "my bank is Monzo".
 _HAS = regex.compile(
     rf"\b(?:use|uses|using|have|has|{_APOS}ve\s+got|own|owns|drive|drives|run|runs|write|"
     rf"writes|play|plays|practi[cs]e|practi[cs]es|practi[cs]ing|teach|teaches|is\s+my|"
@@ -174,7 +174,7 @@ _EVENT = regex.compile(
     r"told|said|found|lost|won|ate|drank|gave|began|spent|tried|yesterday|tonight|today|ago)\b",
     _I,
 )
-# "Too" that adds ("I like coffee too"), not one that says how much ("too pricey").
+# "Too" that adds ("I like tea too"), not one that says how much ("too pricey").
 _TOO = (
     r"too(?=\s*(?:$|[^\p{L}\s]|\s+(?:now|lol|honestly|haha|btw|tbh|though|tho|actually|"
     r"these|lately|then|at|in|on|for|with|and|but|so)\b))"

@@ -34,9 +34,9 @@ class Claim:
     value: frozenset[str]
     ended: bool = False
     number: int | None = None
-    # What an ending is of, when its words say more than that ("our old car seat"): the
-    # last word, or a name in it -- "car seat" does not end "my car", "the Denver house"
-    # ends "we live in Denver".
+    # What an ending is of, when its words say more than that ("our old pram"): the
+    # last word, or a name in it -- "car seat" does not end "my car", "the Tucson house"
+    # ends "we live in Tucson".
     core: frozenset[str] = frozenset()
     said: str = field(default="", compare=False)  # the words as written, for reasons
 
@@ -105,19 +105,19 @@ _RESIDENCE_RULES = (
         _I,
     ),
     regex.compile(rf"\bin\s+{_PLACE}\s+now\b", _I),
-    # where the way to work starts: "the commute from Leith"
+    # where the way to work starts: "the commute from Harrow"
     regex.compile(
         rf"(?:\b(?:i|we)\s+commute|\b(?:my|our|the)\s+(?:daily\s+)?commute)\s+(?:in\s+)?from\s+"
         rf"{_PLACE}(?![^.!?]*\b(?:for|of)\s+(?:my|his|her|their)\b)",
         _I,
     ),
-    # "unpacked in the Leipzig house", "settled into the Bath flat"
+    # "unpacked in the Graz house", "settled into the Bath flat"
     regex.compile(
         r"\b(?:unpacked|moved|settled|living|live[sd]?)\s+(?:in|into)\s+(?:the|our|my)\s+"
         rf"(?:new\s+)?{_PLACE}\s+(?:house|flat|apartment|place|home)\b",
         _I,
     ),
-    # a home of one's own, after living with others: "first night in my own place"
+    # a home of one's own, after living with others: "my first week in my own place"
     regex.compile(
         r"\b(?:in|into|got|have|found|bought)\s+(?:my|our)\s+(?:very\s+)?(?P<v>own)\s+"
         r"(?:place|flat|apartment|house|home)\b",
@@ -133,8 +133,8 @@ _RESIDENCE_RULES = (
 )
 
 
-# "We relocated at the start of the month" says where they live when the statement names
-# the place elsewhere: "Writing to you from Oslo!", "new city — Quebec City".
+# "We relocated last month" says where they live when the statement names
+# the place elsewhere: "Greetings from Lima!", "new city — Lima".
 _RELOCATED = regex.compile(
     r"\b(?:relocated|moved\s+(?:house|cities|countries|abroad|here|over|in)|the\s+move|"
     r"new\s+city|"
@@ -161,7 +161,7 @@ _EMPLOYER_RULES = (
     _slot_rule(
         r"works?\s+(?:at|for)|working\s+(?:at|for)|employer\s+is|employed\s+(?:at|by)|"
         rf"(?:i{_APOS}m|i\s+am|is)\s+(?:now\s+)?at|(?:been|be)\s+at|"
-        # "I'm over at Bosch", not "over at Mum's"
+        # "I'm over at Philips", not "over at Mum's"
         rf"(?:i{_APOS}m|i\s+am|is)\s+over\s+at(?=\s+(?-i:[A-Z])[\p{{L}}\-]+\b(?!{_APOS}s))|"
         r"joined(?=\s+(?:the\s+)?(?-i:[A-Z])|\s+(?:a|an)\s+(?:[\w-]+\s+){0,2}"
         r"(?:company|firm|startup|consultancy|agency|bank|school|hospital|clinic|lab|studio|"
@@ -171,7 +171,7 @@ _EMPLOYER_RULES = (
         rf"(?:contractor|consultant|accountant|accounting|volunteer)\s+for|team\s+at|"
         rf"(?:i{_APOS}m|i\s+am)\s+with"
     ),
-    # Gig work for a named firm: "I drive for Uber", "doing deliveries for Deliveroo".
+    # Gig work for a named firm: "I drive for Lyft", "doing deliveries for Deliveroo".
     regex.compile(
         r"\b(?:drive[sn]?|driving|deliver(?:s|ing)?|ride[sn]?|riding|(?:do|does|doing)\s+"
         rf"(?:deliveries|delivery|shifts|gigs)|write[sn]?|writing|freelanc(?:e|es|ing))\s+for\s+"
@@ -188,7 +188,7 @@ _OWN_WORK = regex.compile(
     r"\bwork(?:ing)?\s+for\s+(?P<v>myself|ourselves)\b",
     _I,
 )
-# Who the holder works with says where: "my boss at Siemens", "my colleagues at the bank".
+# Who the holder works with says where: "my boss at Philips", "my colleagues at the bank".
 _WORKMATES_AT = (
     r"(?:boss|manager|colleagues?|co-?workers?|office|workplace)\s+at\s+"
     rf"{_A}{_VALUE}{_END}"
@@ -199,7 +199,7 @@ _WORKMATES_AT = (
 _JOBLESS = regex.compile(
     rf"\b(?:i{_APOS}m|i\s+am|i|we|(?-i:[A-Z])\w+\s+is|(?-i:[A-Z])\w+)\s+(?:\w+\s+)?(?:retired|"
     r"unemployed|jobless|between\s+jobs|out\s+of\s+work)\b(?!\s+(?:from|as)\b)|"
-    # said with its subject left out: "been unemployed since March"
+    # said with its subject left out: "been out of work since June"
     r"^\W*(?:been\s+|still\s+|currently\s+)?(?:unemployed|jobless|between\s+jobs|"
     r"out\s+of\s+work)\b|\b(?:got|was|been)\s+(?:laid\s+off|"
     rf"fired|made\s+redundant)\b(?!\s+from)|\blost\s+(?:my|\w+{_APOS}s)\s+job\b|"
@@ -239,7 +239,7 @@ _ROLE_RULES = (
         rf"(?:^|\b(?:i{_APOS}m|i\s+am|(?-i:im)|[A-Z]\w+\s+is|works?\s+as|working\s+as|promoted\s+to|"
         rf"made(?:\s+(?:me|him|her|(?-i:[A-Z])\w+))?|became|(?:bumped|moved|stepped)\s+up\s+(?:to|as)|role\s+is|title\s+is|(?:new\s+)?(?:role|"
         rf"job|position)\s+as|back\s+to\s+being|now|currently|officially|as|into|"
-        # a new title read off the things that carry it: "new badge says Charge Nurse"
+        # a new title read off the things that carry it: "new lanyard says Team Lead"
         rf"(?:badge|title|card|signature|nameplate|lanyard)\s+(?:now\s+)?(?:says|reads)|"
         rf"(?:title|role|position)\s+"
         rf"(?:changed\s+to|is\s+now)))\s+(?:now\s+)?(?:(?:a|an|the)\s+)?"
@@ -250,7 +250,7 @@ _ROLE_RULES = (
 _MOVED_UP = regex.compile(
     r"\b(?:promoted|made|became|bumped\s+up|moved\s+up|stepped\s+up|qualified)\b", _I
 )
-# A job said with its verb: "I teach 5th grade" is a teacher's role.
+# A job said with its verb: "I teach year 3" is a teacher's role.
 _ROLE_VERBS = regex.compile(
     r"\b(?:[Ii]|[A-Z]\w+)\s+(?P<verb>teach(?:es)?|coach(?:es)?|nurse[sd]?|manage[sd]?)\b(?!\s+to\b)"
 )
@@ -267,7 +267,7 @@ _RELATIONSHIP = (
         r"(?<!\bevery\s)single(?!\s+(?:day|morning|night|week|time|one|thing|bit|person|"
         r"word|file|room|bed|cream|malt|use|market|mum|mom|dad|parent))|on\s+my\s+own|broke\s+up|split\s+up|separated|separating|divorced|divorcing|"
         r"(?:going\s+through|getting)\s+a\s+divorce|"
-        # "we split in the summer", not "we split the bill"
+        # "we broke up in spring", not "we split the bill"
         r"split(?!\s+(?:the|a|an|it|our|my|his|her|their|this|that|into|between|across|evenly|"
         r"costs?|bills?|\d)\b)|"
         r"divorce\s+(?:is|was|went|got|has\s+been)\s+(?:\w+\s+)?(?:finali[sz]ed|final|through|"
@@ -279,7 +279,7 @@ _RELATIONSHIP = (
     ),
     ("widowed", r"widowed|widow|widower"),
     (
-        # Something casual, not yet a couple: "seeing a guy from work, nothing serious".
+        # Something casual, not yet a couple: "seeing someone, it is casual".
         "seeing",
         r"seeing\s+(?:someone|somebody|a\s+(?:guy|girl|man|woman|boy|lad|bloke)\b)|"
         r"nothing\s+serious|casually\s+dating|talking\s+to\s+(?:someone|a\s+(?:guy|girl))",
@@ -374,7 +374,7 @@ _COUNT_RULES = (
         rf"(?P<n>{_NUM})\b",
         _I,
     ),
-    # "a four-piece now": the members of a band
+    # "a trio now": the members of a band
     regex.compile(rf"\b(?P<n>{_NUM})-piece\s+(?:band\s+)?(?P<noun>now)\b", _I),
     regex.compile(
         rf"\b(?:have|has|had|got|own|owns|with|down\s+to|up\s+to|crossed|now|just|only)\s+"
@@ -410,9 +410,9 @@ _COUNT_RULES = (
     regex.compile(
         rf"\b(?P<n>{_NUM})-(?P<noun>car|dog|cat|kid|child)\s+(?:family|household|home)\b", _I
     ),
-    # "baby number three", "a four-piece (band)"
+    # "baby number two", "a four-piece (band)"
     regex.compile(rf"\b(?P<noun>baby|kid|child)\s+(?:number|no\.?|#)\s*(?P<n>{_NUM})\b", _I),
-    # "number three arrived": a child, by the count it makes
+    # "number two arrived": a child, by the count it makes
     regex.compile(
         rf"(?:^|[,.;:!?]\s*)(?:number|no\.?|#)\s*(?P<n>{_NUM})(?P<noun>)\s+(?:has\s+)?"
         r"(?:arrived|is\s+here|was\s+born|came\s+(?:early|along))\b",
@@ -424,7 +424,7 @@ _COUNT_RULES = (
         _I,
     ),
 )
-SOME = -1  # "we bought a car": at least one, after none
+SOME = -1  # "we bought a van": at least one, after none
 FEWER = -2  # "we lost our old dog": one fewer than before
 _LOST_ONE = regex.compile(
     r"\bone\s+of\s+(?:our|my|the)\s+(?:\p{L}+\s+)?(?P<noun>\p{L}+?)s\s+(?:has\s+|have\s+)?"
@@ -466,7 +466,7 @@ _UNITS = frozenset(
     tries attempts nights ago more less other others things ones am pm
     """.split()
 )
-# Nouns counted as one kind: "two kids" and "baby number three … three kids now".
+# Nouns counted as one kind: "two kids" and "baby number two … three kids now".
 _COUNT_KIND = {
     "kid": "kid", "kids": "kid", "child": "kid", "children": "kid", "son": "kid", "sons": "kid",
     "daughter": "kid", "daughters": "kid", "baby": "kid", "babies": "kid",
@@ -476,12 +476,12 @@ _COUNT_KIND = {
     "household": "people", "grandchildren": "grandkid", "grandkids": "grandkid",
     "cat": "cat", "cats": "cat", "dog": "dog", "dogs": "dog", "car": "car", "cars": "car",
     "report": "report", "reports": "report", "pet": "pet", "pets": "pet",
-    "member": "people", "now": "people",  # "a four-piece now"
+    "member": "people", "now": "people",  # "a trio now"
 }  # fmt: skip
 
 
 def _counts(clause: str, who: str) -> Iterator[Claim]:
-    """How many of one kind of thing: "two kids", "a staff of 12", "down to one car"."""
+    """How many of one kind of thing: "two kids", "a staff of 9", "down to one bike"."""
     found: dict[str, int] = {}
     for rule in _COUNT_RULES:
         for m in rule.finditer(clause):
@@ -508,7 +508,7 @@ def _counts(clause: str, who: str) -> Iterator[Claim]:
 
 def _counted_noun(after: str) -> str | None:
     """The noun a number counts, from the words after it: a plural among the next two
-    ("three freelance clients"), else the first word that is not a stop word; none for a
+    ("two retainer clients"), else the first word that is not a stop word; none for a
     unit ("five years", "12 hours")."""
     words = [w.casefold() for w in _WORD.findall(after)][:2]
     if not words or words[0] in _UNITS:

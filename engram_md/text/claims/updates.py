@@ -72,7 +72,7 @@ def claims(text: str, holder: str = "") -> tuple[Claim, ...]:
         if _INTENT.search(clause) and not done_here and not _TOLD(clause):
             todo = frozenset(_stem(m.group("verb")) for m in _TODO.finditer(clause))
             out.append(Claim(who, "plan", salient(clause, holder.split()), core=todo, said=clause))
-            out.extend(_relationship(clause, who, holder))  # "my fiancé and I are planning…"
+            out.extend(_relationship(clause, who, holder))  # "my partner and I are planning…"
             # a decision that turns another around: "we went with green in the end"
             out.extend(c for c in _change_claims(clause, who, holder, text) if c.slot == "changed")
             continue
@@ -99,7 +99,7 @@ def claims(text: str, holder: str = "") -> tuple[Claim, ...]:
         out.extend(_attributes(own, holder, changed=shifted))
     if shifted and not _NOT_A_SHIFT.search(text):
         # What changed is named in the clause that says so, or by name beside it in its
-        # sentence ("I've moved over to Brave, Firefox kept eating my RAM").
+        # sentence ("I've moved over to Vivaldi, Chrome kept freezing").
         said: list[str] = []
         joined: list[str] = []
         for clause in own:
@@ -127,7 +127,7 @@ _JOINED = regex.compile(r"\s+and\s+(?=(?:the|this|that|it|they|he|she)\b)", _I)
 
 
 _STATES = ("residence", "employer", "role", "relationship", "diet")
-# Kinds of workplace: "the public library" and "the university library" are two employers.
+# Kinds of workplace: "the city archive" and "the county archive" are two employers.
 _ORG_NOUNS = frozenset(
     _stem(w)
     for w in """school library company firm agency store shop hospital clinic team group office
@@ -238,7 +238,7 @@ def _replaces(o: Claim, n: Claim) -> str | None:
             return f"changed: {' '.join(sorted(things & n.value))}"
         if o.slot == "has" and o.said and n.said:
             same = _frames(o.said, o.holder) & _frames(n.said, n.holder)
-            if same:  # "I drive a Saab" → "I drive a Kona now"
+            if same:  # "I drive a Volvo" → "I drive a Kona now"
                 return f"changed: what {o.holder} {'/'.join(sorted(same))}"
         if o.said and n.said:
             was, now = _alternatives(o.said), _alternatives(n.said)
@@ -272,8 +272,8 @@ def _shares_work(plan: Claim, done: frozenset[str], *, least: int = 1) -> bool:
     shared = plan.value & done
     if len(shared) < max(least, 1) or len(shared) * 2 < min(len(plan.value), 4):
         return False
-    # The doing alone is not the work: "finish painting the fence" is not done by "finished
-    # painting my miniatures"; what is painted must be shared too.
+    # The doing alone is not the work: "finish fixing the gate" is not done by "finished
+    # fixing my bike"; what is fixed must be shared too.
     things = salient(_DOING.sub("", plan.said)) if plan.said else plan.value
     return bool(shared & things) or not things
 

@@ -148,5 +148,5 @@ _ADVERB = regex.compile(
     r"only|holy|ugly)\b)\p{L}{3,}ly\b",
     _I,
 )
-# A name inside a sentence (not its first word): "Firefox", "St Columba's".
+# A name inside a sentence (not its first word): "Firefox", "Ridgeway Primary".
 _NAME = regex.compile(r"(?<=\p{L}[,;:]?\s+)(?-i:\p{Lu}[\p{L}\p{N}'’\-]+)")
