@@ -184,7 +184,8 @@ class Recaller:
         asked = query.strip()
         if not asked:
             return RecallResult(asked, (), 0, budget)
-        query = respelled(asked, self.index.speakers())
+        # Only a query that names someone is read against the speakers (most name nobody).
+        query = respelled(asked, self.index.speakers()) if query_features(asked).names else asked
         # explain looks at inactive memories too, to say why they were left out.
         where = FACTS if (inactive_ok or explain) else ACTIVE
         pool, qvec, said_hits = self._candidates(query, where)
