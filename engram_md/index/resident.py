@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 import regex
 
 from .rows import TEXT_COLUMNS, Hit, IndexRow, copy_vectors, rows_from_arrow
+from .textindex import TextIndex
 
 # Row values kept built between queries: ~3 KB each with its vector, so ~25 MB. A read of
 # more rows than this (a reconcile asking for every row) is built for the caller and not
@@ -67,6 +68,9 @@ class Resident:
         # (an update appends), so an entry stays true until compaction renumbers them.
         self.row_cache: dict[int, IndexRow] = {}
         self.shortlist: Shortlist | None = None
+        # Full-text postings by position, built at the first text search (a writer that is
+        # never asked one, such as an import, never pays for it) and kept in step after.
+        self.text: TextIndex | None = None
         # Bumped when compaction renumbers the positions (readers of a prefix start over).
         self.compactions = 0
 
@@ -94,6 +98,8 @@ class Resident:
         self.n += m
         if self.shortlist is not None:
             self.shortlist.extend(self.vectors[: self.n])
+        if self.text is not None:
+            self.text.extend(data.column("content").to_pylist())
         self._tidy()
 
     def remove(self, ids: Sequence[str]) -> None:
@@ -128,6 +134,8 @@ class Resident:
         self.n = len(keep)
         self.row_cache = {}
         self.shortlist = None
+        if self.text is not None:
+            self.text = self.text.renumbered(keep)
         self.pos = dict(zip(self.columns.column("id").to_pylist(), range(self.n), strict=True))
         self.dead = 0
         self.compactions += 1
@@ -149,6 +157,17 @@ class Resident:
                     cache.clear()
                 cache.update(fresh)
         return [found[p] for p in wanted]
+
+    def text_index(self) -> TextIndex:
+        if self.text is None:
+            self.text = TextIndex.of(self.columns.column("content").to_pylist())
+        return self.text
+
+    def text_search(self, query: str, k: int, allowed: np.ndarray | None = None) -> list[Hit]:
+        """The ``k`` best BM25 matches of ``query`` among the ``allowed`` live rows."""
+        positions, scores = self.text_index().search(query, k, self.alive, allowed)
+        rows = self.rows(positions)
+        return [Hit(row, float(s)) for row, s in zip(rows, scores, strict=True)]
 
     def shortlisted(self) -> Shortlist:
         if self.shortlist is None:

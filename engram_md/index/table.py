@@ -11,17 +11,18 @@ form), :mod:`.resident` (the copy in memory that answers vector search and filte
 
 Where the work happens, and why:
 
-* **LanceDB** stores the rows (durable, shared between processes) and answers full-text
-  queries with its native BM25 index. Rows written since the last :meth:`optimize` are
-  searched by a flat scan, so text search sees a row as soon as ``upsert`` returns.
-* **Vector search and row reads are served from memory.** On first read the table is loaded
-  once into a resident copy (rows as Arrow columns, vectors as one float32 matrix) that every
-  write of this process updates in place. An exact dot product over that matrix is faster
-  than LanceDB's own vector search at the sizes a memory folder reaches (measured: 100k rows
-  x 384 dims in ~6 ms, against 10-15 ms for an IVF-PQ index that also took minutes to train
-  and gave approximate answers), and reading hits from memory avoids the per-query cost of
-  fetching twenty columns from disk. ``where`` filters of the form ``col = 'v' AND ...``
-  (all the library uses) are evaluated on the resident columns; any other SQL is LanceDB's.
+* **LanceDB** stores the rows (durable, shared between processes).
+* **Vector search, text search and row reads are served from memory.** On first read the
+  table is loaded once into a resident copy (rows as Arrow columns, vectors as one float32
+  matrix) that every write of this process updates in place. An exact dot product over that
+  matrix is faster than LanceDB's own vector search at the sizes a memory folder reaches
+  (measured: 100k rows x 384 dims in ~6 ms, against 10-15 ms for an IVF-PQ index that also
+  took minutes to train and gave approximate answers), and reading hits from memory avoids
+  the per-query cost of fetching twenty columns from disk. Text search is BM25 over postings
+  built from the same copy at the first text query (:mod:`.textindex`): LanceDB's own
+  full-text query cost ~9 ms of fixed overhead each, the largest part of a recall. ``where``
+  filters of the form ``col = 'v' AND ...`` (all the library uses) are evaluated on the
+  resident columns; any other SQL is LanceDB's.
   The result is kept per filter as a row mask and extended incrementally after writes.
 * Writes from another process are noticed by the table version, checked at most once a
   second (a read-only daemon: every ``index.refresh_seconds``); the resident copy is then
@@ -63,7 +64,6 @@ from .lance import (
     connect,
     create_search_indices,
     ensure_search_indices,
-    fts_match,
     stored_table,
 )
 from .resident import Resident, equal_mask, equality_pairs, is_in
@@ -94,10 +94,6 @@ _FRESHNESS_SECONDS = 1.0
 _ID_CHUNK = 512
 # A filter mask missing more rows than this is recomputed with one scan instead of by id.
 _MASK_INCREMENTAL_MAX = 2048
-
-
-# Text search with a filter asks for this many times the hits, then filters in memory.
-_FTS_OVERFETCH = 2
 
 
 @contextmanager
@@ -413,68 +409,23 @@ class MemoryIndex:
         """The ``k`` best BM25 matches of ``query`` in the content, best first.
 
         Any text is a valid query: it is matched word by word (stemmed, stop words dropped),
-        never parsed as query syntax. A filter is applied to the matches with the resident
-        filter mask (twice as fast as LanceDB's prefilter); only when that leaves fewer than
-        ``k`` of a full answer is the query asked again with the filter inside LanceDB.
+        never parsed as query syntax. Answered from the resident copy (:mod:`.textindex`),
+        which reads words as LanceDB's full-text index does, with ``where`` applied before
+        the best are taken.
         """
-        return self.text_search_each(query, k, [where], complete=True)[0]
+        return self.text_search_each(query, k, [where])[0]
 
-    def text_search_each(
-        self, query: str, k: int, wheres: Sequence[str | None], *, complete: bool = False
-    ) -> list[list[Hit]]:
-        """:meth:`text_search` for several filters at once, from one full-text query: recall
-        asks for facts and for sentences of what was said with the same words. Without
-        ``complete``, a filter short of ``k`` among the query's best matches keeps what it
-        has (the rest would be weaker matches) instead of asking LanceDB again."""
+    def text_search_each(self, query: str, k: int, wheres: Sequence[str | None]) -> list[list[Hit]]:
+        """:meth:`text_search` for several filters at once: recall asks for facts and for
+        sentences of what was said with the same words."""
         if k <= 0 or not query.strip():
             return [[] for _ in wheres]
-        with self._lock:
-            self._commit_held()  # LanceDB answers this one: it must hold every row
-            self._current()  # notice other writers before asking LanceDB
-        filtered = any(wheres)
-        limit = k * _FTS_OVERFETCH * len(wheres) if filtered else k
-        ids, scores = self._fts(query, limit, None)
-        out: list[list[Hit]] = []
-        for where in wheres:
-            with self._lock:
-                resident = self._current()
-                if any(row_id not in resident.pos for row_id in ids):
-                    # Another process wrote between our freshness check and the query.
-                    self._resident = None
-                    resident = self._current()
-                allowed = self._mask(resident, where) if where else None
-                keep = [
-                    (resident.pos[i], s)
-                    for i, s in zip(ids, scores, strict=True)
-                    if i in resident.pos and (allowed is None or allowed[resident.pos[i]])
-                ][:k]
-                if complete and where and len(keep) < k and len(ids) == limit:
-                    keep = []
-            if where and not keep and len(ids) == limit:
-                again, again_scores = self._fts(query, k, where)
-                with self._lock:
-                    resident = self._current()
-                    keep = [
-                        (resident.pos[i], s)
-                        for i, s in zip(again, again_scores, strict=True)
-                        if i in resident.pos
-                    ]
-            with self._lock:
-                rows = self._current().rows([p for p, _ in keep])
-            out.append([Hit(row, float(s)) for row, (_, s) in zip(rows, keep, strict=True)])
-        return out
-
-    def _fts(self, query: str, limit: int, where: str | None) -> tuple[list[str], list[float]]:
-        with _mapped("text search"):
-            builder = (
-                self._table.search(fts_match(query), query_type="fts")
-                .select(["id", "_score"])
-                .limit(limit)
-            )
-            if where:
-                builder = builder.where(where, prefilter=True)
-            found = builder.to_arrow()
-        return found.column("id").to_pylist(), found.column("_score").to_pylist()
+        with self._lock, _mapped("text search"):
+            resident = self._current()
+            return [
+                resident.text_search(query, k, self._mask(resident, where) if where else None)
+                for where in wheres
+            ]
 
     def nearest(self, text: str, k: int = 5, *, where: str | None = None) -> list[Hit]:
         """Embed ``text`` and return its ``k`` nearest rows (near-duplicate checks, recall)."""
