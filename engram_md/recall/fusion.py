@@ -14,8 +14,10 @@ the textbook 60; see ``FusionWeights.rrf_k``):
 A sentence spoken by someone the query names is lifted by ``name_lift``. Facts that are notes
 (a preference, a decision, a relationship: what the extractor distilled, not a moment's
 words) join the same ranking with ``note_weight`` × their reciprocal rank; episodes do not,
-since their sentences stand for them. Measured on the LoCoMo dev conversations with the
-offline extractor, tuned on one and reported on the other (docs/ARCHITECTURE.md "Recall").
+since their sentences stand for them. A fact no longer true votes only when it stays true
+as history (an event, a plan carried out; ``history_vote``). Measured on the LoCoMo dev
+conversations with the offline extractor, tuned on one and reported on the other
+(docs/ARCHITECTURE.md "Recall").
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import numpy as np
 
 from ..index.saidindex import SAID_KIND, said_row_id
 from ..index.table import IndexRow, MemoryIndex
+from ..text.claims import tells_event
 from ..text.words import content_words
 
 SAID = f"kind = '{SAID_KIND}'"
@@ -58,6 +61,18 @@ class FusionWeights:
     # that were still true, sinking their turns cost 0.017 of conv-26's evidence recall;
     # text/claims/ replaced those rules.)
     outdated_factor: float = 0.0
+    # ... unless the sentence tells of something that happened (text.claims.tells_event):
+    # "I lost my job last month, so I'm starting a business" stays true as history once
+    # "I'm back at work", so it is weighed by this factor instead.
+    history_factor: float = 1.0
+    # A fact no longer true that stays true as history (recaller.votes) still votes for its
+    # sentences, by this share of an active fact's vote; it is never recalled itself. Before,
+    # such a fact left the fact ranking and its sentence lost the vote (conv-30 multi-hop at
+    # 1000 tokens: 0.729 -> 0.774; its sentence rewrite 0.642 -> 0.688; conv-26 multi-hop
+    # 0.784 -> 0.799). A full vote let a carried-out plan push one of conv-26's answers out
+    # in an earlier measure; 0.25 and 0.5 measured the same, 0.5 ranks it below the current
+    # facts that vote with it.
+    history_vote: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -115,18 +130,22 @@ def fuse(
     for ranking in (lexical, dense):
         for rank, row_id in enumerate(ranking[: w.depth], start=1):
             scores[row_id] = scores.get(row_id, 0.0) + 1.0 / (k + rank)
-    turn_rank: dict[tuple[str, str], int] = {}
+    turn_vote: dict[tuple[str, str], float] = {}
     for rank, fact in enumerate(facts[: w.depth], start=1):
+        vote = w.fact_vote / (k + rank) * (1.0 if fact.status == "active" else w.history_vote)
         for turn in fact.source_turn_ids:
-            turn_rank.setdefault((fact.session, turn), rank)
-        if fact.memory_kind == "note":
+            key = (fact.session, turn)
+            turn_vote[key] = max(turn_vote.get(key, 0.0), vote)
+        if fact.memory_kind == "note" and fact.status == "active":
             rows[fact.id] = fact
             scores[fact.id] = scores.get(fact.id, 0.0) + w.note_weight / (k + rank)
-    if w.fact_vote and turn_rank:
-        for row in _sentences_of(index, turn_rank):
-            voted = turn_rank[(row.session, row.source_turn_ids[0])]
+    turn_vote = {turn: vote for turn, vote in turn_vote.items() if vote > 0.0}
+    if w.fact_vote and turn_vote:
+        for row in _sentences_of(index, turn_vote):
             rows[row.id] = row
-            scores[row.id] = scores.get(row.id, 0.0) + w.fact_vote / (k + voted)
+            scores[row.id] = (
+                scores.get(row.id, 0.0) + turn_vote[(row.session, row.source_turn_ids[0])]
+            )
     if names and w.name_lift:
         named = set(names)
         for row_id, row in rows.items():
@@ -138,7 +157,7 @@ def fuse(
                 continue
             statements = outdated.get((row.session, row.source_turn_ids[0]))
             if statements and drawn_from(row.content, statements):
-                scores[row_id] *= w.outdated_factor
+                scores[row_id] *= outdated_weight(row.content, w)
     scores = {row_id: score for row_id, score in scores.items() if score > 0.0}
     order = sorted(scores, key=lambda row_id: (-scores[row_id], row_id))[:FUSED_KEPT]
     return [FusedItem(rows[row_id], scores[row_id]) for row_id in order]
@@ -146,6 +165,12 @@ def fuse(
 
 # Share of an outdated statement's words a sentence must hold to be the one it was drawn from.
 DRAWN_FROM = 0.6
+
+
+def outdated_weight(sentence: str, w: FusionWeights) -> float:
+    """The factor of a sentence an outdated statement was drawn from: ``history_factor`` when
+    it tells of an event, which stays true as history, ``outdated_factor`` otherwise."""
+    return w.history_factor if tells_event(sentence) else w.outdated_factor
 
 
 def statement_words(content: str, speaker: str) -> frozenset[str]:

@@ -30,7 +30,7 @@ from ..index.saidindex import SAID_KIND
 from ..index.table import Hit, IndexRow, MemoryIndex
 from ..organize.activation import Activation, Adjacency, Step, activate
 from ..store.access import ACTIVATION_BOOST, AccessLog, Standing
-from ..text.claims import DONE_TAG
+from ..text.claims import DONE_TAG, tells_event
 from ..text.embeddings import Embedder
 from ..text.words import content_words, estimate_tokens
 from .fusion import (
@@ -62,9 +62,8 @@ FACTS = "kind = 'fact'"
 ACTIVE = "status = 'active' AND kind = 'fact'"
 ACTIVE_BOXES = "status = 'active' AND kind = 'box'"
 # Facts that are no longer true: the words they were drawn from are not recalled either.
-NO_LONGER_TRUE = tuple(
-    f"status = '{status}' AND kind = 'fact'" for status in ("superseded", "invalidated")
-)
+OUTDATED = ("superseded", "invalidated")
+NO_LONGER_TRUE = tuple(f"status = '{status}' AND kind = 'fact'" for status in OUTDATED)
 # Categories that tell the agent how to behave: shown first when relevant.
 PROCEDURAL = frozenset({"preference", "principle", "skill"})
 UNRATED = Standing()  # a memory no consolidation has rated yet: a candidate, never recalled
@@ -147,6 +146,18 @@ class Weights:
 WEIGHTS = Weights()
 
 
+def votes(row: IndexRow, asks_time: bool, history: bool) -> bool:
+    """Whether a fact votes for the sentences of its turn: an active one does; with
+    ``history``, so does one superseded or invalidated that stays true as history -- it tells
+    of an event ("I lost my job last month" after "I'm back at work"), it is a plan carried
+    out (tagged done), or the question is about time -- though it is not recalled itself."""
+    if row.status == "active":
+        return True
+    if not history or row.status not in OUTDATED:
+        return False
+    return asks_time or DONE_TAG in row.tags or tells_event(row.content)
+
+
 # ---------------------------------------------------------------- recall
 
 
@@ -186,24 +197,32 @@ class Recaller:
             return RecallResult(asked, (), 0, budget)
         # Only a query that names someone is read against the speakers (most name nobody).
         query = respelled(asked, self.index.speakers()) if query_features(asked).names else asked
-        # explain looks at inactive memories too, to say why they were left out.
-        where = FACTS if (inactive_ok or explain) else ACTIVE
+        # explain looks at inactive memories too, to say why they were left out; history
+        # (below) needs the facts that are no longer true.
+        history = self.weights.fusion.history_vote > 0.0
+        where = FACTS if (inactive_ok or explain or history) else ACTIVE
         pool, qvec, said_hits = self._candidates(query, where)
-        scored = self._score(query, pool)
         lexical = [(hit.row, hit.score) for hit in said_hits]
         said_pool, lexical_ids, dense_ids = said_candidates(
             self.index, lexical, qvec, self.weights.fusion.depth
         )
+        if not (inactive_ok or explain):
+            asks_time = query_features(query).asks_time
+            pool = [
+                c
+                for c in pool
+                if c.row.status == "active" or said_pool and votes(c.row, asks_time, history)
+            ]
+        scored = self._score(query, pool)
         if said_pool:
             # The fact ranking before the graph votes: the graph's reach, measured, lowered
             # the sentences' recall (docs/ARCHITECTURE.md "Recall").
             # A question about time ("when…", "how long…") asks for history, and what was
             # said before it changed is part of it: "when did Lee live in Berlin?" is
             # answered by the sentence the move to Munich superseded.
+            factors = (self.weights.fusion.outdated_factor, self.weights.fusion.history_factor)
             sinks = (
-                self.weights.fusion.outdated_factor != 1.0
-                and not inactive_ok
-                and not query_features(query).asks_time
+                factors != (1.0, 1.0) and not inactive_ok and not query_features(query).asks_time
             )
             outdated = self._outdated_turns() if sinks else {}
             scored, paths = self._fused(
@@ -293,7 +312,10 @@ class Recaller:
         item keeps the parts of its own relevance, its score is the fused one."""
         w = self.weights
         names = query_features(query).names
-        facts = [row for row, _, _ in scored if row.status == "active"]
+        # The facts that vote for the sentences they were drawn from: the active ones, and
+        # those no longer true whose words stay true as history (see votes()).
+        asks_time, history = query_features(query).asks_time, w.fusion.history_vote > 0.0
+        facts = [row for row, _, _ in scored if votes(row, asks_time, history)]
         fused = fuse(self.index, said_pool, lexical, dense, facts, names, outdated, w.fusion)
         by_fact = {row.id: (parts, channels) for row, parts, channels in scored}
         said = {c.row.id: c for c in said_pool}

@@ -81,6 +81,7 @@ from .updates import (
     default_holder,
     fact_claims,
     states_something,
+    tells_event,
     update_between,
     update_reason,
 )
@@ -99,6 +100,7 @@ __all__ = [
     "fact_claims",
     "salient",
     "states_something",
+    "tells_event",
     "update_between",
     "update_reason",
     "without_asides",

@@ -48,7 +48,7 @@ from .slots import (
     _relocation,
     _state_claims,
 )
-from .words import _ADVERB, _I, _NAME, _stem, salient
+from .words import _ADVERB, _APOS, _I, _NAME, _stem, salient
 
 
 def claims(text: str, holder: str = "") -> tuple[Claim, ...]:
@@ -370,6 +370,34 @@ def states_something(text: str) -> bool:
     role, relationship, diet, how many of something): worth keeping as a fact, since a later
     statement may update it."""
     return any(c.slot in _STATES or c.slot.startswith("count:") for c in claims(text))
+
+
+def tells_event(text: str) -> bool:
+    """Whether a statement tells of something that happened -- "I lost my job last month",
+    "we went to Lisbon in May" -- which stays true as history once the state it brought
+    about has changed ("back at work now"). How things stand ("I live in Berlin", "I love
+    my studio"), what is wondered or intended ("if we moved…", "I'm gonna start a
+    business") and a feeling said with a participle ("I'm so determined") tell of none."""
+    for clause in _clauses(_FELT.sub(" feels ", _without_speaker_label(text))):
+        if _WONDER.search(clause) or _WOULD.search(clause) and not _INTENT.search(clause):
+            continue
+        if _INTENT.search(clause) and not _TOLD(clause):
+            continue
+        if _PAST.search(clause) or _TOLD(clause):
+            return True
+        if not _HAS.search(clause) and _EVENT.search(clause):
+            return True
+    return False
+
+
+# "I'm so determined", "she seems tired": a participle that says how someone is, not what
+# happened to them.
+_FELT = regex.compile(
+    rf"\b(?:i{_APOS}m|i\s+am|we{_APOS}re|you{_APOS}re|they{_APOS}re|(?:s?he|it){_APOS}s|am|is|are|"
+    r"feel|feels|feeling|seem|seems|look|looks|get|gets|getting)\s+(?:\w+ly\s+|so\s+|very\s+|"
+    r"too\s+|quite\s+|pretty\s+|super\s+)?\w+ed\b",
+    _I,
+)
 
 
 def update_reason(old_text: str, new_text: str, old_holder: str, new_holder: str) -> str | None:
