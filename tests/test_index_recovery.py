@@ -16,6 +16,7 @@ from pathlib import Path
 
 import lancedb
 import pytest
+from lancedb.index import FTS
 
 from engram_md.core.errors import IndexError_
 from engram_md.index.lance import TABLE_NAME, UNREADABLE_DIR, search_indices_lacking
@@ -93,15 +94,30 @@ def test_a_table_without_its_indices_gets_them_from_the_writer(tmp_path: Path) -
     bare = lancedb.connect(str(path))
     schema_source = MemoryIndex.open(tmp_path / "template", HashEmbedder())
     bare.create_table(TABLE_NAME, schema=schema_source._table.schema)
-    assert search_indices_lacking(bare.open_table(TABLE_NAME)) == {"text", "id"}
+    assert search_indices_lacking(bare.open_table(TABLE_NAME)) == {"id"}
 
     reader = MemoryIndex.open(path, HashEmbedder(), may_rebuild=False)
-    assert search_indices_lacking(reader._table) == {"text", "id"}  # a reader adds nothing
+    assert search_indices_lacking(reader._table) == {"id"}  # a reader adds nothing
 
     writer = MemoryIndex.open(path, HashEmbedder())
     assert search_indices_lacking(writer._table) == set()
     writer.upsert([index_row("f-1", "Priya drinks green tea before standup")])
     assert [h.row.id for h in writer.text_search("green tea", 5)] == ["f-1"]
+
+
+def test_the_full_text_index_of_earlier_versions_is_dropped_by_the_writer(tmp_path: Path) -> None:
+    path = tmp_path / "index"
+    writer = MemoryIndex.open(path, HashEmbedder())
+    writer.upsert([index_row("f-1", "Priya drinks green tea before standup")])
+    writer.close()
+    table = lancedb.connect(str(path)).open_table(TABLE_NAME)
+    table.create_index("content", config=FTS(), name="content_idx")
+
+    reader = MemoryIndex.open(path, HashEmbedder(), may_rebuild=False)
+    assert "content_idx" in {i.name for i in reader._table.list_indices()}  # reads change nothing
+    again = MemoryIndex.open(path, HashEmbedder())
+    assert {i.name for i in again._table.list_indices()} == {"id_idx"}
+    assert [h.row.id for h in again.text_search("green tea", 5)] == ["f-1"]
 
 
 def test_a_kill_between_creating_the_table_and_its_indices_is_mended_by_the_next_run(
@@ -112,7 +128,7 @@ def test_a_kill_between_creating_the_table_and_its_indices_is_mended_by_the_next
     killed = cli("run", input=data, env=clean_env(ENGRAM_CRASH_AT="index.create:1"))
     assert killed.returncode == -9, killed.stderr.decode()
     table = lancedb.connect(str(cli.state / "index")).open_table(TABLE_NAME)
-    assert search_indices_lacking(table) == {"text", "id"}
+    assert search_indices_lacking(table) == {"id"}
 
     finished = cli("run", input=data)
     assert finished.returncode == 0, finished.stderr.decode()
@@ -152,7 +168,7 @@ def test_doctor_reports_missing_search_indices_and_repair_creates_them(tmp_path:
 
     found = examine_folder(folder)
     assert [p.kind for p in found.problems] == ["index_incomplete"]
-    assert "no text index and no id index" in found.problems[0].detail
+    assert "no id index" in found.problems[0].detail
 
     fixed = repair_folder(folder, found)
     assert fixed.ok and [p.kind for p in fixed.repaired] == ["index_incomplete"]

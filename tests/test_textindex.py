@@ -8,8 +8,9 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 import pytest
+from lancedb.index import FTS
+from lancedb.query import FullTextOperator, MatchQuery
 
-from engram_md.index.lance import fts_config, fts_match
 from engram_md.index.textindex import TextIndex, terms
 
 TEXTS = [
@@ -34,15 +35,30 @@ QUERIES = [
 ]
 
 
+def _match(query: str) -> MatchQuery:
+    # Any word may match, BM25 ranks: how the index queried LanceDB before it answered itself.
+    return MatchQuery(
+        query,
+        "content",
+        boost=1.0,
+        fuzziness=0,
+        max_expansions=50,
+        operator=FullTextOperator.OR,
+        prefix_length=0,
+        document_granularity=None,
+    )
+
+
 def _lance_answers(tmp_path: Path) -> dict[str, list[tuple[int, float]]]:
     db = lancedb.connect(tmp_path / "lance")
     table = db.create_table(
         "t", pa.table({"id": [str(i) for i in range(len(TEXTS))], "content": TEXTS})
     )
-    table.create_index("content", config=fts_config(), name="content_idx")
+    config = FTS(with_position=False, stem=True, remove_stop_words=True, ascii_folding=True)
+    table.create_index("content", config=config, name="content_idx")
     out: dict[str, list[tuple[int, float]]] = {}
     for query in QUERIES:
-        found = table.search(fts_match(query), query_type="fts").limit(20).to_arrow()
+        found = table.search(_match(query), query_type="fts").limit(20).to_arrow()
         ids = [int(i) for i in found.column("id").to_pylist()]
         out[query] = list(zip(ids, found.column("_score").to_pylist(), strict=True))
     return out

@@ -1,6 +1,6 @@
 """LanceDB behind one seam: connecting with bounded caches, opening the memories table (or
-setting aside one that cannot be opened), its full-text and id indices, and the check that a
-stored table still fits the embedder and the row layout.
+setting aside one that cannot be opened), its id index, and the check that a stored table
+still fits the embedder and the row layout. Text search is not LanceDB's (:mod:`.textindex`).
 
 Only this module and :mod:`.table` know LanceDB exists; only this one imports it.
 """
@@ -21,8 +21,7 @@ import pyarrow as pa
 os.environ.setdefault("LANCEDB_LOG", "error")
 
 import lancedb  # noqa: E402
-from lancedb.index import FTS, BTree  # noqa: E402
-from lancedb.query import FullTextOperator, MatchQuery  # noqa: E402
+from lancedb.index import BTree  # noqa: E402
 
 from ..core.errors import IndexError_  # noqa: E402
 from .rows import COLUMNS, META_DIM, META_MODEL, META_SCHEMA, SCHEMA_VERSION  # noqa: E402
@@ -46,15 +45,16 @@ UNOPENABLE_TABLE = (ValueError, RuntimeError, OSError)
 
 # LanceDB caches index and table metadata per version and, by default, lets the caches grow
 # to gigabytes; a writer makes new versions all the time, so the caches fill with versions it
-# will never read again and its memory grows with its input. Text search over 100k rows is
-# as fast with a 16 MB index cache as with 128 MB (p50 5 ms, p95 6-8 ms; 4 MB doubles p95).
+# will never read again and its memory grows with its input. The index cache holds the id
+# index's pages (merge_insert and delete look rows up by id): a few MB at 100k rows.
 _INDEX_CACHE_BYTES = 32 << 20
 
 
 _METADATA_CACHE_BYTES = 16 << 20
 
 
-_FTS_INDEX = "content_idx"
+# LanceDB's own full-text index, which earlier versions built on ``content``.
+_LEGACY_TEXT_INDEX = "content_idx"
 
 
 _ID_INDEX = "id_idx"
@@ -136,43 +136,21 @@ def set_aside(path: Path) -> Path:
 
 
 def search_indices_lacking(table: Any) -> set[str]:
-    """Which of the table's two indices are missing: "text" and/or "id"."""
+    """Which of the table's indices are missing: {"id"} or nothing."""
     names = {index.name for index in table.list_indices()}
-    return {what for what, name in (("text", _FTS_INDEX), ("id", _ID_INDEX)) if name not in names}
+    return set() if _ID_INDEX in names else {"id"}
 
 
 def ensure_search_indices(table: Any) -> None:
-    """Create the text and id indices if the table lacks them: text search refuses to run
-    without its index, and merge_insert and delete look rows up by id."""
-    lacking = search_indices_lacking(table)
-    if "text" in lacking:
-        # Created on the empty table, too, so text search works from the first row on.
-        table.create_index("content", config=fts_config(), name=_FTS_INDEX)
-    if "id" in lacking:
+    """Create the id index if the table lacks it (merge_insert and delete look rows up by
+    id), and drop the full-text index earlier versions kept: text search is answered from
+    memory now, so it would only cost time at every optimize, and a ``forget`` would leave
+    the deleted rows' words in it."""
+    names = {index.name for index in table.list_indices()}
+    if _LEGACY_TEXT_INDEX in names:
+        table.drop_index(_LEGACY_TEXT_INDEX)
+    if _ID_INDEX not in names:
         table.create_index("id", config=BTree(), name=_ID_INDEX)
-
-
-def fts_config() -> FTS:
-    # English stemming and stop words: recall queries are questions ("what does Dana
-    # prefer?"), facts are statements ("Dana prefers ..."). Positions are not stored: we
-    # never run phrase queries, and they double the index size.
-    return FTS(with_position=False, stem=True, remove_stop_words=True, ascii_folding=True)
-
-
-def fts_match(query: str) -> MatchQuery:
-    # Any word may match (OR) and BM25 ranks rows with more of them higher; no fuzziness,
-    # since a near-miss word is the vector search's job. All fields spelled out because the
-    # pydantic defaults are invisible to type checkers.
-    return MatchQuery(
-        query,
-        "content",
-        boost=1.0,
-        fuzziness=0,
-        max_expansions=50,
-        operator=FullTextOperator.OR,
-        prefix_length=0,
-        document_granularity=None,
-    )
 
 
 def layout_mismatch(schema: pa.Schema, model_id: str, dim: int) -> str | None:
@@ -190,6 +168,5 @@ def layout_mismatch(schema: pa.Schema, model_id: str, dim: int) -> str | None:
 
 
 def create_search_indices(table: Any) -> None:
-    """Build (or rebuild over every row) both search indices: full text and id."""
-    table.create_index("content", config=fts_config(), name=_FTS_INDEX)
+    """Build (or rebuild over every row) the id index."""
     table.create_index("id", config=BTree(), name=_ID_INDEX)

@@ -79,8 +79,9 @@ from .storage import IndexLocation
 log = logging.getLogger(__name__)
 
 
-# Each write leaves a small fragment that text search scans row by row until optimize folds
-# it into the index; past a few dozen such fragments that scan dominates query time.
+# Each write leaves a small fragment and a table version; optimize folds the fragments into
+# larger files and the new rows into the id index that merge_insert and delete look ids up
+# in, and lets old versions go.
 _AUTO_OPTIMIZE_WRITES = 32
 # Old table versions are kept this long after compaction so a reader in another process that
 # is mid-query on an older version never finds its files gone. Readers move to the latest
@@ -410,7 +411,7 @@ class MemoryIndex:
 
         Any text is a valid query: it is matched word by word (stemmed, stop words dropped),
         never parsed as query syntax. Answered from the resident copy (:mod:`.textindex`),
-        which reads words as LanceDB's full-text index does, with ``where`` applied before
+        which reads words as LanceDB's full-text index did, with ``where`` applied before
         the best are taken.
         """
         return self.text_search_each(query, k, [where])[0]
@@ -467,7 +468,7 @@ class MemoryIndex:
     # ------------------------------------------------------------------ upkeep
 
     def optimize(self) -> None:
-        """Compact small writes and fold new rows into the text and id indices.
+        """Compact small writes and fold new rows into the id index.
 
         Also runs by itself every few dozen writes; call it after bulk loads.
         """
@@ -476,11 +477,11 @@ class MemoryIndex:
 
     def purge_history(self) -> None:
         """Leave nothing of deleted rows on disk (``forget``): rewrite every live row, rebuild
-        both indices over them, and remove every older version and stray file.
+        the id index over them, and remove every older version and stray file.
 
         A delete only marks rows as deleted: their data files (compaction rewrites a file only
-        once a tenth of its rows are gone), the older versions and the full-text index keep
-        them. Each step commits a table that still has both indices, so a kill part-way leaves
+        once a tenth of its rows are gone) and the older versions keep them. Each step
+        commits a table that still has its id index, so a kill part-way leaves
         a working index. Only for a holder of the writer lock: other processes' readers on an
         older version fail, and a write in flight elsewhere would be corrupted.
         """

@@ -230,10 +230,8 @@ class Exam:
         if reason is not None:
             self.add("index_outdated", name, f"{reason}: it must be rebuilt")
             return
-        lacking = search_indices_lacking(table)
-        if lacking:
-            names = " and no ".join(f"{what} index" for what in ("text", "id") if what in lacking)
-            self.add("index_incomplete", name, f"the table has no {names}")
+        if search_indices_lacking(table):
+            self.add("index_incomplete", name, "the table has no id index")
         index = self.parts.index
         if index is None:  # opened before the table became what it is now
             self.notes.append("the search index could not be opened: its rows were not checked")
