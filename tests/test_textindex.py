@@ -11,7 +11,12 @@ import pytest
 from lancedb.index import FTS
 from lancedb.query import FullTextOperator, MatchQuery
 
+from engram_md.index.resident import Resident
+from engram_md.index.table import IndexRow, MemoryIndex
 from engram_md.index.textindex import TextIndex, terms
+
+from .conftest import HashEmbedder
+from .rows import index_row
 
 TEXTS = [
     "Noor: I moved to Lisbon last spring and I love the light there.",
@@ -139,3 +144,45 @@ def test_renumbered_after_compaction_answers_like_a_fresh_index() -> None:
         assert a_pos.tolist() == b_pos.tolist(), query
         assert a_scores.tolist() == pytest.approx(b_scores.tolist())
     assert renumbered.size == 3
+
+
+def _row(row_id: str, content: str) -> IndexRow:
+    return index_row(row_id, content, content_hash="same-for-every-row")  # words are compared
+
+
+def _answers(index: MemoryIndex, query: str) -> list[tuple[str, float]]:
+    return [(h.row.id, round(h.score, 4)) for h in index.text_search(query, 10)]
+
+
+def test_a_reader_that_reloads_carries_the_postings_of_unchanged_rows_over(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "index"
+    writer = MemoryIndex.open(path, HashEmbedder("fake", 16))
+    writer.upsert([_row(f"r{i}", text) for i, text in enumerate(TEXTS)])
+    reader = MemoryIndex.open(path, HashEmbedder("fake", 16), may_rebuild=False, refresh_seconds=0)
+    assert _answers(reader, "Lisbon")  # builds the reader's postings
+
+    # Another process adds a row, rewrites one and deletes one.
+    writer.upsert([_row("r1", "Tomas: my sister sold the bakery in Lisbon")])
+    writer.upsert([_row("new", "Noor: the billing migration to PostgreSQL is done")])
+    writer.delete(["r4"])
+    carried = []
+    original = Resident.carry_text_from
+
+    def spy(self: Resident, old: Resident) -> int:
+        carried.append(original(self, old))
+        return carried[-1]
+
+    Resident.carry_text_from = spy  # type: ignore[method-assign]
+    try:
+        answers = {q: _answers(reader, q) for q in QUERIES + ["bakery Lisbon", "done"]}
+    finally:
+        Resident.carry_text_from = original  # type: ignore[method-assign]
+    assert carried and carried[0] > 0  # the unchanged rows were not read again
+
+    fresh = MemoryIndex.open(path, HashEmbedder("fake", 16), may_rebuild=False)
+    for query, found in answers.items():
+        assert found == _answers(fresh, query), query
+    assert all("r4" not in [i for i, _ in found] for found in answers.values())
+    assert [i for i, _ in answers["done"]] == ["new"]

@@ -163,6 +163,35 @@ class Resident:
             self.text = TextIndex.of(self.columns.column("content").to_pylist())
         return self.text
 
+    def carry_text_from(self, old: Resident) -> int:
+        """Take over the postings an earlier copy of the table had built, for the rows it
+        held unchanged; returns how many rows were carried (the rest are read anew).
+
+        A reader reloads the whole table after another process wrote, and reading every
+        row's words again would cost seconds at 100k rows. LanceDB keeps rows in the order
+        they were written, with a replaced row's new version written last, so the rows of
+        the earlier copy still there lead the new one in the same order; only that case is
+        carried over (anything else builds anew at the next text search).
+        """
+        text = old.text
+        if text is None or self.n == 0:
+            return 0
+        new_ids = self.columns.column("id").to_pylist()
+        positions = np.fromiter((old.pos.get(i, -1) for i in new_ids), np.int64, self.n)
+        known = positions >= 0
+        # The words themselves are compared: that is what the postings were read from.
+        old_words = old.columns.column("content").take(pa.array(np.where(known, positions, 0)))
+        same = pc.fill_null(pc.equal(self.columns.column("content"), old_words), False)
+        valid = known & np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool)
+        lead = self.n if bool(valid.all()) else int(np.argmin(valid))
+        kept = positions[:lead]
+        if lead == 0 or not bool(np.all(np.diff(kept) > 0)):
+            return 0
+        carried = text.renumbered(kept)
+        carried.extend(self.columns.column("content").slice(lead).to_pylist())
+        self.text = carried
+        return lead
+
     def text_search(self, query: str, k: int, allowed: np.ndarray | None = None) -> list[Hit]:
         """The ``k`` best BM25 matches of ``query`` among the ``allowed`` live rows."""
         positions, scores = self.text_index().search(query, k, self.alive, allowed)

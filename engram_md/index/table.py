@@ -528,7 +528,10 @@ class MemoryIndex:
                 # Another process wrote: what we hold goes in first, then all is read back.
                 self._commit_held()
                 data = self._table.search().limit(None).to_arrow()
+                earlier = self._resident
                 self._resident = Resident(data, self.dim, self._table.version)
+                if earlier is not None:
+                    self._resident.carry_text_from(earlier)
         self._checked_at = now
         return self._resident
 
