@@ -58,3 +58,23 @@ def test_vectors_of_a_table_in_several_sliced_chunks_land_in_row_order() -> None
     table = Resident(parts, DIM, 1)
     assert np.array_equal(table.vectors[:12], vectors)
     assert [row.id for row in table.rows([11, 0, 6])] == ["r11", "r0", "r6"]
+
+
+def test_times_come_back_as_the_same_utc_instants_with_a_missing_one_kept_missing() -> None:
+    from datetime import UTC, datetime
+
+    from engram_md.index.rows import rows_from_arrow
+
+    early = datetime(1969, 7, 20, 20, 17, 40, 123456, tzinfo=UTC)
+    late = datetime(2026, 3, 2, 9, 2, 0, 999999, tzinfo=UTC)
+    rows = [
+        index_row("a", "one", created=early, updated=late, valid_at=None),
+        index_row("b", "two", created=late, updated=late, valid_at=early),
+    ]
+    vectors = np.zeros((2, DIM), np.float32)
+    back = rows_from_arrow(rows_to_arrow(rows, vectors, row_schema(DIM, "test")), vectors)
+    assert [(r.created, r.updated, r.valid_at) for r in back] == [
+        (early, late, None),
+        (late, late, early),
+    ]
+    assert back[0].created.utcoffset() is not None and back[0].created.utcoffset().seconds == 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -141,7 +141,12 @@ def copy_vectors(table: pa.Table, dim: int, out: np.ndarray) -> None:
 
 def rows_from_arrow(table: pa.Table, vectors: np.ndarray) -> list[IndexRow]:
     """Arrow rows -> IndexRow values, column by column (much faster than row dicts)."""
-    cols = {name: table.column(name).to_pylist() for name in SCALAR_COLUMNS}
+    cols = {
+        name: _utc_datetimes(table.column(name))
+        if name in _TIME_COLUMNS
+        else table.column(name).to_pylist()
+        for name in SCALAR_COLUMNS
+    }
     out = []
     for i in range(table.num_rows):
         out.append(
@@ -170,6 +175,20 @@ def rows_from_arrow(table: pa.Table, vectors: np.ndarray) -> list[IndexRow]:
             )
         )
     return out
+
+
+_TIME_COLUMNS = frozenset({"created", "updated", "valid_at"})
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _utc_datetimes(column: pa.ChunkedArray | pa.Array) -> list[datetime | None]:
+    """A UTC timestamp column as datetimes, from its integer microseconds: pyarrow converts
+    each zoned value through the time zone database, five times slower, and at recall that
+    was half the cost of turning a few hundred hits into rows."""
+    if not pa.types.is_timestamp(column.type) or column.type.unit != "us":
+        return column.to_pylist()  # not the layout this module writes: the slow, sure way
+    micros = column.cast(pa.int64()).to_pylist()
+    return [None if m is None else _EPOCH + timedelta(microseconds=m) for m in micros]
 
 
 def rows_to_arrow(rows: Sequence[IndexRow], vectors: np.ndarray, schema: pa.Schema) -> pa.Table:
