@@ -146,37 +146,37 @@ def rows_from_arrow(table: pa.Table, vectors: np.ndarray) -> list[IndexRow]:
     Missing values take their defaults in Arrow, and each row is built from its fields in
     order: recall turns a few hundred hits into rows per question, and at 100k memories
     that was its largest single cost."""
-    columns = [_python_values(table.column(name), name) for name in _FIELD_ORDER[:-1]]
+    columns = [_field_values(table.column(name), name) for name in _SCALAR_FIELDS]
     columns.append(list(vectors[: table.num_rows]))
     return [IndexRow(*values) for values in zip(*columns, strict=True)]
 
 
-_FIELD_ORDER = tuple(f.name for f in fields(IndexRow))
+# IndexRow's fields in order; its last field, the vector, is not a column.
+_SCALAR_FIELDS = tuple(f.name for f in fields(IndexRow))[:-1]
 _DEFAULTS = {pa.string(): "", pa.float64(): 0.0, pa.int64(): 0}
 
 
-def _python_values(column: pa.ChunkedArray, name: str) -> list[Any]:
-    if name in TIME_COLUMNS:
-        return _utc_datetimes(column)
+def _field_values(column: pa.ChunkedArray, name: str) -> list[Any]:
     if name in TUPLE_COLUMNS:
         return [tuple(v) if v else () for v in column.to_pylist()]
     default = _DEFAULTS.get(column.type)
     if default is not None and column.null_count:
         column = pc.fill_null(column, default)
-    return column.to_pylist()
+    return python_values(column)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def _utc_datetimes(column: pa.ChunkedArray | pa.Array) -> list[datetime | None]:
-    """A UTC timestamp column as datetimes, from its integer microseconds: pyarrow converts
-    each zoned value through the time zone database, five times slower, and at recall that
-    was half the cost of turning a few hundred hits into rows."""
-    if not pa.types.is_timestamp(column.type) or column.type.unit != "us":
-        return column.to_pylist()  # not the layout this module writes: the slow, sure way
-    micros = column.cast(pa.int64()).to_pylist()
-    return [None if m is None else _EPOCH + timedelta(microseconds=m) for m in micros]
+def python_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
+    """A column as Python values. A UTC timestamp column is read from its integer
+    microseconds: pyarrow converts each zoned value through the time zone database, five
+    times slower, and at recall that was half the cost of turning hits into rows."""
+    kind = column.type
+    if pa.types.is_timestamp(kind) and kind.unit == "us" and kind.tz in ("UTC", "+00:00"):
+        micros = column.cast(pa.int64()).to_pylist()
+        return [None if m is None else _EPOCH + timedelta(microseconds=m) for m in micros]
+    return column.to_pylist()
 
 
 def rows_to_arrow(rows: Sequence[IndexRow], vectors: np.ndarray, schema: pa.Schema) -> pa.Table:

@@ -71,6 +71,7 @@ from .rows import (
     Hit,
     IndexRow,
     last_per_id,
+    python_values,
     row_schema,
     rows_to_arrow,
 )
@@ -354,7 +355,7 @@ class MemoryIndex:
             if paths is not None:
                 mask &= is_in(columns.column("path"), pa.array(list(paths), pa.string()))
             chosen = columns.select(list(names)).filter(pa.array(mask))
-        return {name: chosen.column(name).to_pylist() for name in names}
+        return {name: python_values(chosen.column(name)) for name in names}
 
     def columns_where(self, where: str, names: Sequence[str]) -> dict[str, list[Any]]:
         """Some columns of the live rows matching ``where``, as lists. The filter's mask is
@@ -365,7 +366,7 @@ class MemoryIndex:
             chosen = (
                 resident.columns.slice(0, resident.n).select(list(names)).filter(pa.array(mask))
             )
-        return {name: chosen.column(name).to_pylist() for name in names}
+        return {name: python_values(chosen.column(name)) for name in names}
 
     def speakers(self) -> tuple[str, ...]:
         """The distinct speakers of the rows, as written. Recall asks on every query (to read
