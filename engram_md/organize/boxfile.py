@@ -23,14 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import regex
-import yaml
 
 from ..core.atomic import atomic_write_text
 from ..core.errors import MemoryFileError
 from ..core.folder import markdown_files, read_file
 from ..core.models import Fact
 from ..core.paths import MemoryLayout
-from ..store.factfile import _as_utc, _Dumper, _load
+from ..store.factfile import _as_utc, _load, dump_yaml
 from .boxes import Box, BoxMember, Summarizer, box_day, member_facts, ranked_topics
 
 log = logging.getLogger(__name__)
@@ -73,14 +72,7 @@ def render_box(box: Box) -> str:
         "goal": box.goal,
         "outcome": box.outcome,
     }
-    header = yaml.dump(
-        meta,
-        Dumper=_Dumper,
-        sort_keys=False,
-        allow_unicode=True,
-        default_flow_style=False,
-        width=10_000,
-    )
+    header = dump_yaml(meta)
     start, end = box.created_at, _last_time(box)
     span = f"{start:%Y-%m-%d %H:%M}" + (f"–{end:%H:%M}" if end and end > start else "")
     box_file = box_rel_path(box)
