@@ -323,7 +323,7 @@ def update_relations(facts: Sequence[Fact], new: Sequence[bool]) -> list[Relatio
             continue
         for older, reason in book.updated_by(fact.id, stated[i], fact.created):
             found.append(Relation("supersede", older, fact.id, f"{UPDATED}{reason}"))
-        for other_id, (other, other_at) in book.candidates(fact.id, stated[i]).items():
+        for other_id, (other, other_at) in book.later_candidates(fact.id, stated[i]).items():
             if (other_at, other_id) > (fact.created, fact.id):  # said later, stored earlier
                 back = update_between(stated[i], other)
                 if back is not None:

@@ -5,16 +5,18 @@ it changed."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 
 import regex
 
 from .clauses import _PEOPLE
 from .slots import Claim
-from .words import _APOS, _I, _numbers, _stem, salient
+from .words import _APOS, _I, _numbers, _stem, pattern, salient
 
 
 # One thing of the holder's and what it is: "my main browser is Firefox", "Firefox is my
 # browser now", "Kai's commute is 90 minutes".
+@lru_cache(maxsize=256)
 def _attribute_rules(holder: str) -> tuple[regex.Pattern[str], ...]:
     own = rf"(?:my|our{'|' + regex.escape(holder) + _APOS + 's' if holder else ''})"
     noun = r"(?P<n>[\p{L}\-]{3,})"
@@ -65,7 +67,7 @@ def _attributes(clauses: list[str], holder: str, *, changed: bool) -> Iterator[C
             for m in rule.finditer(clause):
                 said = m.group("v").strip()
                 thing = m.group("n").casefold()
-                if regex.fullmatch(_PEOPLE, thing, flags=_I) or _NOT_A_VALUE.search(said):
+                if pattern(_PEOPLE, _I).fullmatch(thing) or _NOT_A_VALUE.search(said):
                     continue
                 value = salient(said, holder.split()) | _numbers(said)
                 if value:

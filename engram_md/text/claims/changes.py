@@ -50,7 +50,7 @@ from .endings import (
     _is_other_birth,
 )
 from .slots import _JOBLESS, Claim
-from .words import _APOS, _GENERIC, _I, _NAME, _WORD, _nouns, _numbers, _stem, salient
+from .words import _APOS, _GENERIC, _I, _NAME, _WORD, _nouns, _numbers, _stem, pattern, salient
 
 # Words that say how things stand has changed, whatever it is about: "… now", "not …
 # anymore", "switched", "these days", "instead", "became", "in the end". Alone they say
@@ -131,7 +131,7 @@ _KIND_CONTEXT = {
 def _alternatives(text: str) -> dict[str, frozenset[str]]:
     """The words of ``text`` that are values of a kind (:data:`_KINDS`), by kind."""
     found: dict[str, set[str]] = {}
-    text = regex.sub(r"\bWindows\b", "windows-os", text)  # the system, not the panes
+    text = pattern(r"\bWindows\b", 0).sub("windows-os", text)  # the system, not the panes
     for word in _WORD.findall(text.casefold()):
         if word in _KIND_OF:
             kind, value = _KIND_OF[word]
@@ -167,7 +167,7 @@ def _frames(text: str, holder: str) -> frozenset[str]:
         doer = doer.replace(
             "(?:i|we)\\b)", f"(?:i|we|{name}|{name}{_APOS}s\\s+(?:team|family))\\b)"
         )
-    found = {_stem(m.group("verb")) for m in regex.finditer(doer, text, flags=_I)}
+    found = {_stem(m.group("verb")) for m in pattern(doer, _I).finditer(text)}
     return frozenset(found - _ANY_VERB)
 
 
@@ -189,7 +189,7 @@ def _of_the_thing(said: str, shared: frozenset[str], holder: str) -> bool:
     """Whether a change is said of a part or a property of the shared thing, not of the
     holder: "my Pixel's battery is dying now", "Oakfield has a new head teacher now"."""
     own = rf"\b(?:my|our|{regex.escape(holder)}{_APOS}s)\s+(?:\w+\s+)?{_PEOPLE}\b" if holder else ""
-    if own and regex.search(own, said, flags=_I):
+    if own and pattern(own, _I).search(said):
         return False  # "Amadou is my husband now": of the holder's own relationship
     for m in _PART_OF.finditer(said):
         part = (m.group("part") or "").casefold()
@@ -197,11 +197,9 @@ def _of_the_thing(said: str, shared: frozenset[str], holder: str) -> bool:
             continue  # "not at Ridgeway Primary anymore"
         it = m.group("it").casefold()
         mod = (m.group("mod") or "").casefold() if m.group("where") is not None else ""
-        if m.group("where") is not None and regex.search(
-            rf"\b(?:my|our|{regex.escape(holder) if holder else 'my'}{_APOS}s)\b",
-            m.group("rest") or "",
-            flags=_I,
-        ):
+        if m.group("where") is not None and pattern(
+            rf"\b(?:my|our|{regex.escape(holder) if holder else 'my'}{_APOS}s)\b", _I
+        ).search(m.group("rest") or ""):
             continue  # "sushi is my favourite food now": the holder's, said of the thing
         if (m.group("part") is not None or m.group("where") is not None) and (
             _stem(it) in shared or mod and _stem(mod) in shared
@@ -278,9 +276,9 @@ def _theirs(clause: str, holder: str, *, changed: bool = False) -> Iterator[Clai
     end = _SUBJECT_END.search(clause)
     subject = clause[: end.start()] if end else clause
     own = rf"(?:my|our|{regex.escape(holder)}{_APOS}s)"
-    if not regex.search(rf"\b{own}\s+(?:[\w\-]+\s+){{0,2}}?{_PEOPLE}\b", subject, flags=_I):
+    if not pattern(rf"\b{own}\s+(?:[\w\-]+\s+){{0,2}}?{_PEOPLE}\b", _I).search(subject):
         return
-    who = {_stem(w) for w in regex.findall(rf"\b{_PEOPLE}\b", subject, flags=_I)}
+    who = {_stem(w) for w in pattern(rf"\b{_PEOPLE}\b", _I).findall(subject)}
     who.update(_stem(n) for n in _NAME.findall(subject) if n.casefold() != holder)
     value = salient(clause, holder.split()) | _numbers(clause)
     yield Claim(holder, "theirs", value, core=frozenset(who), said=clause)
@@ -320,7 +318,7 @@ def _change_claims(clause: str, who: str, holder: str, whole: str) -> Iterator[C
         if _PRONOUN.fullmatch(ended.strip()):  # "true crime makes me anxious, I'm done with it"
             before = [c for c in _clauses(whole[: whole.find(clause)]) if not _WONDER.search(c)]
             ended, told = (before[-1] if before else ""), True
-        if ended and not regex.search(r"\b(?:you|your)\b", ended, flags=_I):
+        if ended and not pattern(r"\b(?:you|your)\b", _I).search(ended):
             yield from _ended(who, ended, ignore, whole=told)
     for m in _TORN_OUT.finditer(clause):
         yield from _ended(who, m.group("v"), ignore)

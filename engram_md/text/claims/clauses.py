@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import regex
 
-from .words import _APOS, _I
+from .words import _APOS, _I, pattern
 
 # The end of a sentence, not of "Dr." or "St." before a name.
 _STOP = r"(?<=[.!?;])(?<!\b(?:[Dd]r|[Mm]rs?|[Mm]s|[Ss]t|[Pp]rof|etc|vs|approx)\.)"
@@ -18,7 +18,7 @@ _STOP = r"(?<=[.!?;])(?<!\b(?:[Dd]r|[Mm]rs?|[Mm]s|[Ss]t|[Pp]rof|etc|vs|approx)\.
 def _clauses(text: str) -> Iterator[str]:
     """A statement's clauses: a "?" or an "if" in one does not cancel the plain one beside it."""
     breaks = rf"{_STOP}\s+|\s+(?:but|so|and then|though)\s+|,\s+|\s+[—–]\s+"
-    for part in regex.split(breaks, text):
+    for part in pattern(breaks, 0).split(text):
         if part.strip():
             yield part.strip()
 
@@ -86,9 +86,9 @@ def _is_other(clause: str, holder: str) -> bool:
     subject = clause[: end.start()] if end else clause
     if _WITH_SELF.search(subject):
         return False
-    if holder and regex.match(rf"\s*{regex.escape(holder)}\b(?!{_APOS})", clause, flags=_I):
+    if holder and pattern(rf"\s*{regex.escape(holder)}\b(?!{_APOS})", _I).match(clause):
         return False  # "Dana coaches Dana's nephew's team": Dana's, not the nephew's
-    if holder and regex.search(rf"\band\s+{regex.escape(holder)}\b", subject, flags=_I):
+    if holder and pattern(rf"\band\s+{regex.escape(holder)}\b", _I).search(subject):
         return False
     return _OTHER_PERSON.search(subject) is not None
 

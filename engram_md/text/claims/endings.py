@@ -10,7 +10,7 @@ import regex
 
 from .clauses import _PEOPLE
 from .slots import _A, Claim
-from .words import _ADVERB, _APOS, _I, _LEMMA, _WORD, _stem, salient
+from .words import _ADVERB, _APOS, _I, _LEMMA, _WORD, _stem, pattern, salient
 
 # Cues that end what follows them ("left Shopify", "scrapped Angular", "bye verizon").
 _ENDING = regex.compile(
@@ -79,7 +79,9 @@ def _ended(who: str, phrase: str, ignore: list[str], *, whole: bool = False) -> 
     """An ending of ``phrase``; ``whole`` when the phrase is a clause an "it" stood for, whose
     every word may name what ended."""
     # "knee is fully (healed)": the knee, not how it healed
-    phrase = _ADVERB.sub("", regex.sub(r"\s+(?:is|are|was|were|has|have|got)\b.*$", "", phrase))
+    phrase = _ADVERB.sub(
+        "", pattern(r"\s+(?:is|are|was|were|has|have|got)\b.*$", 0).sub("", phrase)
+    )
     value = salient(phrase, ignore)
     if not value:
         return
@@ -174,11 +176,9 @@ def _is_other_birth(clause: str) -> bool:
     """ "My sister's baby was born": someone else's, not the speaker's own (whose "our son
     arrived" reads as another person's clause)."""
     return (
-        regex.search(
-            rf"\b(?:his|her|their|\w+{_APOS}s)\s+(?:\w+\s+)?(?:baby|son|daughter|twins)\b",
-            clause,
-            flags=_I,
-        )
+        pattern(
+            rf"\b(?:his|her|their|\w+{_APOS}s)\s+(?:\w+\s+)?(?:baby|son|daughter|twins)\b", _I
+        ).search(clause)
         is not None
     )
 

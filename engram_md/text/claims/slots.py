@@ -21,7 +21,7 @@ from .clauses import (
     _negated,
     _without_speaker_label,
 )
-from .words import _APOS, _GENERIC, _I, _NUM, _WORD, _number, _stem, salient
+from .words import _APOS, _GENERIC, _I, _NUM, _WORD, _number, _stem, pattern, salient
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,13 +303,13 @@ def _relationship(clause: str, who: str, holder: str) -> Iterator[Claim]:
     """The speaker's relationship: "my girlfriend Sasha lives with me" says the speaker is
     dating, though the clause is about Sasha."""
     own = rf"(?:my|our|{regex.escape(holder)}{_APOS}s)" if holder else r"(?:my|our)"
-    partner = regex.search(rf"\b{own}\s+(?P<p>{_PARTNERS})\b", clause, flags=_I)
+    partner = pattern(rf"\b{own}\s+(?P<p>{_PARTNERS})\b", _I).search(clause)
     said: set[str] = set()
     if partner is not None:
         who = holder
         said.add(_STATUS_OF_PARTNER.get(partner.group("p").casefold(), "engaged"))
     for status, words in _RELATIONSHIP:
-        if regex.search(rf"\b(?:{words})\b", clause, flags=_I):
+        if pattern(rf"\b(?:{words})\b", _I).search(clause):
             said.add(status)
     if "single" in said:
         said -= {"dating", "married"}  # "my ex-girlfriend now": no longer dating
@@ -343,7 +343,7 @@ def _state_claims(clause: str, who: str, holder: str) -> Iterator[Claim]:
         if not additive and not _negated(clause, m.start()):
             yield Claim(who, "employer", _own_work(m.group("v")), said=m.group(0))
     own = rf"(?:my|our|{regex.escape(holder)}{_APOS}s)" if holder else r"(?:my|our)"
-    for m in regex.finditer(rf"\b{own}\s+{_WORKMATES_AT}", clause, flags=_I):
+    for m in pattern(rf"\b{own}\s+{_WORKMATES_AT}", _I).finditer(clause):
         value = salient(m.group("v"), holder.split())
         if value and not additive and not jobless:
             yield Claim(holder, "employer", value, said=m.group("v").strip())
@@ -360,10 +360,10 @@ def _state_claims(clause: str, who: str, holder: str) -> Iterator[Claim]:
             yield Claim(who, "role", value, core=up, said=said)
     yield from _relationship(clause, who, holder)
     for diet, words in _DIET:
-        if regex.search(rf"\b(?:{words})\b", clause, flags=_I):
+        if pattern(rf"\b(?:{words})\b", _I).search(clause):
             yield Claim(who, "diet", frozenset({diet}))
             break
-    if not additive and not regex.search(r"\bmore\b", clause, flags=_I):
+    if not additive and not pattern(r"\bmore\b", _I).search(clause):
         yield from _counts(clause, who)
 
 

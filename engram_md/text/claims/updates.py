@@ -48,7 +48,7 @@ from .slots import (
     _relocation,
     _state_claims,
 )
-from .words import _ADVERB, _APOS, _I, _NAME, _stem, salient
+from .words import _ADVERB, _APOS, _I, _NAME, _stem, pattern, salient
 
 
 def claims(text: str, holder: str = "") -> tuple[Claim, ...]:
@@ -261,7 +261,9 @@ def _abbreviates(short: str, long: str) -> bool:
     """Whether ``short`` is the initials of ``long``'s last words: "PM" of "product manager",
     "SRE" of "site reliability engineer"."""
     short = short.strip().casefold()
-    words = [w for w in regex.findall(r"[\p{L}]+", long.casefold()) if w not in ("a", "an", "the")]
+    words = [
+        w for w in pattern(r"[\p{L}]+", 0).findall(long.casefold()) if w not in ("a", "an", "the")
+    ]
     if not 2 <= len(short) <= 4 or not short.isalpha() or len(words) < len(short):
         return False
     return "".join(w[0] for w in words[-len(short) :]) == short
@@ -289,53 +291,185 @@ _LOOSE = "changed: "  # the reason of a change said in general words (a "shift")
 MAX_LOOSE = 2
 
 
+# Which earlier claims a later one may replace, by slot: the pairs :func:`_replaces` has a
+# rule for. A new statement is compared only with earlier ones holding such a claim, so a
+# holder's thousands of statements are not each compared with every new one (a first
+# consolidation of 100k facts spent most of its time on such pairs). Keep in step with
+# _replaces: tests/test_claim_book.py checks every pair it replaces is found this way.
+_REPLACEABLE: dict[str, frozenset[str]] = {
+    **{slot: frozenset({slot}) for slot in _STATES},
+    "employer": frozenset({"employer", "jobless"}),
+    "employed": frozenset({"jobless"}),
+    "ended": frozenset({*_STATES, "plan", "like", "has"}),
+    **{slot: frozenset({"plan"}) for slot in ("done", "arrived", "did", "change", "changed")},
+    "like": frozenset({"dislike"}),
+    "dislike": frozenset({"like"}),
+    "resolved": frozenset({"problem"}),
+    "found": frozenset({"seeking"}),
+    "recovered": frozenset({"ill"}),
+    "their end": frozenset({"theirs"}),
+    "their change": frozenset({"theirs"}),
+    "jobless": frozenset({"employer", "role"}),
+    "graduated": frozenset({"role"}),
+    "shift": frozenset({*_SHIFTABLE, "plan"}),
+}
+_SAME_SLOT = ("count:", "attr:")  # a count or an attribute is replaced by its own kind only
+
+
+def _replaceable(new: Claim) -> frozenset[str]:
+    """The slots of earlier claims that ``new`` may replace."""
+    if new.slot.startswith(_SAME_SLOT):
+        return frozenset({new.slot})
+    if new.slot == "moved on":  # its value names the slots that changed
+        return frozenset({*new.value, "jobless"})
+    return _REPLACEABLE.get(new.slot, frozenset())
+
+
+def _replacing(old_slot: str) -> frozenset[str]:
+    """The slots of later claims that may replace an earlier claim of ``old_slot``."""
+    if old_slot.startswith(_SAME_SLOT):
+        return frozenset({old_slot, "moved on"})
+    return _REPLACING.get(old_slot, frozenset({"moved on"}))
+
+
+_REPLACING: dict[str, frozenset[str]] = {
+    old: frozenset({new for new, olds in _REPLACEABLE.items() if old in olds} | {"moved on"})
+    for old in {slot for olds in _REPLACEABLE.values() for slot in olds}
+}
+
+# Slots whose replacement always shares a word with them (a plan is done by a statement
+# naming its work, a like turns into a dislike of the same thing): each holder's claims of
+# these slots are found by word, since they are most of what a person says.
+_BY_WORD = frozenset({"has", "plan", "like", "dislike", "problem", "seeking"})
+
+
+def _words_of_old(claim: Claim) -> frozenset[str]:
+    """Every word by which a later claim may replace ``claim`` (a slot of _BY_WORD): its value,
+    the things its words name, and the verbs and kinds of value a change in general words
+    compares (the "shift" rule of _replaces)."""
+    words = set(claim.value)
+    if claim.said:
+        words |= salient(_DOING.sub("", claim.said))
+        words |= {f"kind:{kind}" for kind in _alternatives(claim.said)}
+        if claim.slot == "has":
+            words |= {f"frame:{verb}" for verb in _frames(claim.said, claim.holder)}
+    return frozenset(words)
+
+
+def _words_of_new(claim: Claim) -> frozenset[str]:
+    """The words ``claim`` replaces an earlier claim of a _BY_WORD slot by."""
+    words = set(claim.value | claim.core)
+    if claim.slot == "shift" and claim.said:
+        words |= {f"kind:{kind}" for kind in _alternatives(claim.said)}
+        words |= {f"frame:{verb}" for verb in _frames(claim.said, claim.holder)}
+    return frozenset(words)
+
+
+_Said = tuple[tuple[Claim, ...], datetime]
+
+
 class ClaimBook:
-    """Active statements by holder, so a new statement finds the ones it may update in a
-    dictionary lookup instead of a search over the folder. Each is kept with when it was
+    """Active statements by holder and slot, so a new statement finds the ones it may update
+    in dictionary lookups instead of a search over the folder. Each is kept with when it was
     said: only an earlier statement can be updated by a later one."""
 
     def __init__(self) -> None:
-        self._by_holder: dict[str, dict[str, tuple[tuple[Claim, ...], datetime]]] = defaultdict(
-            dict
+        self._said: dict[str, _Said] = {}
+        # holder -> slot -> ids of the statements with a claim of that slot (in insertion order)
+        self._by_slot: dict[str, dict[str, dict[str, None]]] = defaultdict(
+            lambda: defaultdict(dict)
         )
-        self._holders_of: dict[str, set[str]] = {}
+        # (holder, slot) -> word -> ids: the claims of a _BY_WORD slot by their words, built
+        # the first time a lookup needs them and kept up to date after
+        self._by_word: dict[tuple[str, str], dict[str, set[str]]] = {}
 
     def __len__(self) -> int:
-        return len(self._holders_of)
+        return len(self._said)
 
     def add(self, fact_id: str, stated: tuple[Claim, ...], said_at: datetime) -> None:
-        holders = {c.holder for c in stated if c.holder != "other"}
-        if not holders:
+        if not any(c.holder != "other" for c in stated):
             return
-        for holder in holders:
-            self._by_holder[holder][fact_id] = (stated, said_at)
-        self._holders_of[fact_id] = holders
+        self.remove(fact_id)
+        self._said[fact_id] = (stated, said_at)
+        for claim in stated:
+            if claim.holder == "other":
+                continue
+            self._by_slot[claim.holder][claim.slot][fact_id] = None
+            words = self._by_word.get((claim.holder, claim.slot))
+            if words is not None:
+                for word in _words_of_old(claim):
+                    words.setdefault(word, set()).add(fact_id)
 
     def remove(self, fact_id: str) -> None:
-        for holder in self._holders_of.pop(fact_id, ()):
-            bucket = self._by_holder.get(holder)
-            if bucket is not None:
-                bucket.pop(fact_id, None)
-                if not bucket:
-                    del self._by_holder[holder]
+        entry = self._said.pop(fact_id, None)
+        if entry is None:
+            return
+        for claim in entry[0]:
+            if claim.holder == "other":
+                continue
+            slots = self._by_slot.get(claim.holder)
+            if slots is not None and claim.slot in slots:
+                slots[claim.slot].pop(fact_id, None)
+                if not slots[claim.slot]:
+                    del slots[claim.slot]
+            words = self._by_word.get((claim.holder, claim.slot))
+            if words is not None:
+                for word in _words_of_old(claim):
+                    ids = words.get(word)
+                    if ids is not None:
+                        ids.discard(fact_id)
 
-    def candidates(
-        self, fact_id: str, stated: tuple[Claim, ...]
-    ) -> dict[str, tuple[tuple[Claim, ...], datetime]]:
-        """The other known statements about a holder of ``stated``, by id."""
-        seen: dict[str, tuple[tuple[Claim, ...], datetime]] = {}
-        for holder in {c.holder for c in stated if c.holder != "other"}:
-            for other_id, entry in self._by_holder.get(holder, {}).items():
-                if other_id != fact_id:
-                    seen[other_id] = entry
-        return seen
+    def _indexed(self, holder: str, slot: str) -> dict[str, set[str]]:
+        words = self._by_word.get((holder, slot))
+        if words is None:
+            words = self._by_word[(holder, slot)] = {}
+            for fact_id in self._by_slot.get(holder, {}).get(slot, {}):
+                for claim in self._said[fact_id][0]:
+                    if claim.holder == holder and claim.slot == slot:
+                        for word in _words_of_old(claim):
+                            words.setdefault(word, set()).add(fact_id)
+        return words
+
+    def earlier_candidates(self, fact_id: str, stated: tuple[Claim, ...]) -> dict[str, _Said]:
+        """The other statements ``stated`` may update: those holding a claim of a slot one
+        of its claims can replace, of the same holder (and sharing a word where the rule
+        needs one). A superset of what :func:`update_between` replaces, never less."""
+        ids: set[str] = set()
+        for new in stated:
+            if new.holder == "other" or new.holder not in self._by_slot:
+                continue
+            slots = self._by_slot[new.holder]
+            for slot in _replaceable(new):
+                if slot not in slots:
+                    continue
+                if slot in _BY_WORD and new.slot != "moved on":  # "moved on" names slots
+                    words = self._indexed(new.holder, slot)
+                    for word in _words_of_new(new):
+                        ids.update(words.get(word, ()))
+                else:
+                    ids.update(slots[slot])
+        ids.discard(fact_id)
+        return {other: self._said[other] for other in ids}
+
+    def later_candidates(self, fact_id: str, stated: tuple[Claim, ...]) -> dict[str, _Said]:
+        """The other statements that may update ``stated``: those holding a claim of a slot
+        that can replace one of its claims, of the same holder."""
+        ids: set[str] = set()
+        for old in stated:
+            if old.holder == "other" or old.holder not in self._by_slot:
+                continue
+            slots = self._by_slot[old.holder]
+            for slot in _replacing(old.slot):
+                ids.update(slots.get(slot, ()))
+        ids.discard(fact_id)
+        return {other: self._said[other] for other in ids}
 
     def updated_by(
         self, fact_id: str, stated: tuple[Claim, ...], said_at: datetime
     ) -> list[tuple[str, str]]:
         """(older id, reason) for each earlier statement that ``stated`` updates."""
         found = []
-        for other_id, (other, other_at) in sorted(self.candidates(fact_id, stated).items()):
+        for other_id, (other, other_at) in sorted(self.earlier_candidates(fact_id, stated).items()):
             if other_at > said_at:
                 continue  # a later statement is not undone by an earlier one said late
             reason = update_between(other, stated)

@@ -5,12 +5,23 @@ general to tie two statements to one subject."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 import regex
 
 from ..words import STOP_WORDS
 
 _I = regex.IGNORECASE
+
+
+@lru_cache(maxsize=1024)
+def pattern(source: str, flags: int = 0) -> regex.Pattern[str]:
+    """A pattern built at run time (most name the holder), compiled once. The regex module's
+    own cache is looked up on every call, and that lookup cost more than the searches it
+    served: a fifth of a consolidation's time over 10k facts went to it."""
+    return regex.compile(source, flags)
+
+
 _APOS = "['’]"
 
 
@@ -98,7 +109,7 @@ def salient(text: str, ignore: Iterable[str] = ()) -> frozenset[str]:
     """What a piece of text is about, as stems: its words less stop, generic and name words.
     Adjacent words also count squashed together, so "VS Code" meets "vscode"."""
     skip = {w.casefold() for w in ignore}
-    text = regex.sub(r"\b(\p{Lu}{2,})s\b", r"\1", text)  # "GPs" is "GP" more than once
+    text = pattern(r"\b(\p{Lu}{2,})s\b", 0).sub(r"\1", text)  # "GPs" is "GP" more than once
     words = [w.casefold().replace("’", "'") for w in _WORD.findall(text)]
     words = [w[:-2] if w.endswith("'s") and w[:-2] in skip else w for w in words]
     kept = [
@@ -130,7 +141,7 @@ def _nouns(phrase: str) -> frozenset[str]:
 
 def _numbers(text: str) -> frozenset[str]:
     """The numbers a text says, in digits ("three days" → "3")."""
-    found = set(regex.findall(r"\d+", text))
+    found = set(pattern(r"\d+", 0).findall(text))
     for word in _WORD.findall(text.casefold()):
         if word in _NUMBER and word not in ("a", "an", "no", "just", "single", "couple"):
             found.add(str(_NUMBER[word]))
