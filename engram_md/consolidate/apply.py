@@ -13,19 +13,22 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..core.atomic import atomic_write_text, sweep_temp_files
 from ..core.crashpoints import crashpoint
 from ..core.errors import EngramError, UnsafePathError
 from ..core.folder import read_text
-from ..core.models import MemoryKind
+from ..core.models import Fact, MemoryKind
 from ..core.paths import MemoryLayout
 from ..core.telemetry import ActionLog
+from ..core.workers import map_spread
 from ..index.indexer import Indexer
 from ..store.access import AccessLog
 from ..store.fact_store import MemoryStore
-from ..store.factfile import write_fact
+from ..store.factfile import render_facts, write_fact
 from .plan import Change, FactCreate, FactMove, FactUpdate, FileWrite, Plan, Progress
 from .report import relative_path
 
@@ -72,16 +75,20 @@ def _memory_id(change: Change) -> str | None:
     return None
 
 
-def apply_change(layout: MemoryLayout, change: Change, *, fsync: bool = True) -> bool:
-    """Write one change atomically. Returns whether anything on disk changed."""
+def apply_change(
+    layout: MemoryLayout, change: Change, *, fsync: bool = True, rendered: str | None = None
+) -> bool:
+    """Write one change atomically. Returns whether anything on disk changed. ``rendered``:
+    a fact change's file, rendered beforehand (:func:`render_fact_changes`)."""
     if isinstance(change, FactUpdate):
-        return write_fact(layout.inside(change.path), change.after, fsync=fsync)
+        return write_fact(layout.inside(change.path), change.after, fsync=fsync, text=rendered)
     if isinstance(change, FactCreate):
-        return write_fact(layout.inside(change.path), change.fact, fsync=fsync)
+        return write_fact(layout.inside(change.path), change.fact, fsync=fsync, text=rendered)
     if isinstance(change, FactMove):
         # Target first: a kill in between leaves two copies (the live one wins the index) and
         # the next run plans the move again, finding the target already right.
-        wrote = write_fact(layout.inside(change.target), change.after, fsync=fsync)
+        target = layout.inside(change.target)
+        wrote = write_fact(target, change.after, fsync=fsync, text=rendered)
         if change.source != change.target and change.source.exists():
             layout.inside(change.source).unlink()
             wrote = True
@@ -125,6 +132,22 @@ class Pause:
             return None
 
 
+def render_fact_changes(changes: Sequence[Change]) -> dict[int, str]:
+    """The file of each fact change, by its place in ``changes``: rendering YAML is most of
+    the cost of writing a fact, and a large run renders on all cores (:mod:`..core.workers`)."""
+    places: list[int] = []
+    items: list[tuple[Fact, Path]] = []
+    for place, change in enumerate(changes):
+        if isinstance(change, FactUpdate | FactCreate):
+            fact = change.fact if isinstance(change, FactCreate) else change.after
+            places.append(place)
+            items.append((fact, change.path))
+        elif isinstance(change, FactMove):
+            places.append(place)
+            items.append((change.after, change.target))
+    return dict(zip(places, map_spread(render_facts, items), strict=True))
+
+
 def apply_plan(
     plan: Plan,
     layout: MemoryLayout,
@@ -140,12 +163,13 @@ def apply_plan(
     AccessLog(layout.access_path).fold(plan.standings, plan.access_length)
     applied = 0
     total = len(plan.changes)
+    rendered = render_fact_changes(plan.changes)
     for done, change in enumerate(plan.changes, 1):
         # Each file is replaced atomically (a killed run leaves old or new bytes, never half);
         # durability against power loss comes from one sync at the end instead of two fsyncs
         # per file, which cost 10+ ms each on a busy disk and dominated large runs.
         crashpoint("consolidate.apply")
-        wrote = apply_change(layout, change, fsync=False)
+        wrote = apply_change(layout, change, fsync=False, rendered=rendered.get(done - 1))
         if wrote:
             applied += 1
         target = change.target if isinstance(change, FactMove) else change.path

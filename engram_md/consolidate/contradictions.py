@@ -52,8 +52,9 @@ import numpy as np
 import regex
 
 from ..core.models import Category, Fact, MemoryKind, Status, StatusChange, add_source_turns
+from ..core.workers import map_spread
 from ..extract import normalize
-from ..text.claims import DONE_TAG, ClaimBook, carried_out, fact_claims, update_between
+from ..text.claims import DONE_TAG, ClaimBook, carried_out, claims_of, update_between
 from ..text.words import STOP_WORDS, WORD, content_words
 from .plan import Change, FactUpdate
 
@@ -314,9 +315,10 @@ def update_relations(facts: Sequence[Fact], new: Sequence[bool]) -> list[Relatio
     and any other active fact, in either direction: an imported old statement can be the one
     that a stored newer statement already replaced."""
     book = ClaimBook()
-    stated = [fact_claims(f.content, f.entities) for f in facts]
+    stated = map_spread(claims_of, [(f.content, tuple(f.entities)) for f in facts])
     for fact, claims in zip(facts, stated, strict=True):
         book.add(fact.id, claims, fact.created)
+    is_new = {fact.id for fact, fresh in zip(facts, new, strict=True) if fresh}
     found = []
     for i, fact in enumerate(facts):
         if not new[i] or not stated[i]:
@@ -324,7 +326,9 @@ def update_relations(facts: Sequence[Fact], new: Sequence[bool]) -> list[Relatio
         for older, reason in book.updated_by(fact.id, stated[i], fact.created):
             found.append(Relation("supersede", older, fact.id, f"{UPDATED}{reason}"))
         for other_id, (other, other_at) in book.later_candidates(fact.id, stated[i]).items():
-            if (other_at, other_id) > (fact.created, fact.id):  # said later, stored earlier
+            # Said later, stored earlier. A new one of those is compared from its own side
+            # (above), so only the ones stored before are looked at here.
+            if other_id not in is_new and (other_at, other_id) > (fact.created, fact.id):
                 back = update_between(stated[i], other)
                 if back is not None:
                     found.append(Relation("supersede", fact.id, other_id, f"{UPDATED}{back}"))

@@ -30,12 +30,12 @@ from datetime import datetime
 from pathlib import Path
 
 from ..core.config import Config
-from ..core.errors import MemoryFileError
 from ..core.models import Fact, Status
 from ..core.paths import MemoryLayout
+from ..core.workers import map_spread
 from ..store.access import AccessLog
 from ..store.fact_store import MemoryStore, folder_order
-from ..store.factfile import read_fact
+from ..store.factfile import read_facts
 from .combine import View, advance, combine
 from .contradictions import (
     Relation,
@@ -73,20 +73,19 @@ class Loaded:
 
 
 def load_facts(store: MemoryStore, progress: Progress | None = None) -> Loaded:
-    """Read every fact file once, in the store's order."""
+    """Read every fact file once, in the store's order (a large folder on all cores)."""
     paths = list(store.fact_paths())
-    loaded = Loaded([], [])
-    for done, path in enumerate(paths, 1):
-        try:
-            fact = read_fact(path)
-        except MemoryFileError as exc:
-            loaded.broken.append(str(exc))
-            continue
-        except OSError:
-            continue  # removed while we read: the folder wins
-        loaded.facts.append((path, fact))
-        if progress is not None and (done % 2000 == 0 or done == len(paths)):
+
+    def read(done: int) -> None:
+        if progress is not None:
             progress("reading facts", done, len(paths))
+
+    loaded = Loaded([], [])
+    for path, fact in zip(paths, map_spread(read_facts, paths, done=read), strict=True):
+        if isinstance(fact, str):
+            loaded.broken.append(fact)
+        elif fact is not None:  # None: removed while we read, the folder wins
+            loaded.facts.append((path, fact))
     return loaded
 
 

@@ -7,6 +7,7 @@ memory folder.
 
 from __future__ import annotations
 
+import os
 import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
@@ -42,6 +43,27 @@ def safe_slug(
     while len(slug.encode("utf-8")) > max_bytes:
         slug = slug[:-1]
     return slug.strip("-") or fallback
+
+
+# Resolved folders by what they are (device and inode, reached through any link): a run over
+# 100k files asked for the memory folder's resolved path a few times a file, an lstat of every
+# folder above it each time. A folder re-pointed elsewhere is another inode, so resolved anew.
+_RESOLVED: dict[tuple[str, int, int], Path] = {}
+
+
+def resolved_folder(folder: Path) -> Path:
+    """``folder.resolve()``, remembered while ``folder`` leads to the same directory."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return folder.resolve()
+    key = (str(folder), st.st_dev, st.st_ino)
+    found = _RESOLVED.get(key)
+    if found is None:
+        if len(_RESOLVED) > 64:
+            _RESOLVED.clear()
+        found = _RESOLVED[key] = folder.resolve()
+    return found
 
 
 @dataclass(frozen=True)
@@ -83,7 +105,7 @@ class MemoryLayout:
 
     def inside(self, path: Path) -> Path:
         """Refuse any path that would resolve outside the memory folder."""
-        root = self.memory_dir.resolve()
+        root = resolved_folder(self.memory_dir)
         resolved = path.resolve()
         if resolved != root and root not in resolved.parents:
             raise UnsafePathError(f"refusing to write outside the memory folder: {path}")
@@ -91,7 +113,7 @@ class MemoryLayout:
 
     def relative(self, path: Path) -> str:
         """Path relative to the memory folder, with forward slashes (ids in the index)."""
-        return path.resolve().relative_to(self.memory_dir.resolve()).as_posix()
+        return path.resolve().relative_to(resolved_folder(self.memory_dir)).as_posix()
 
     # ---- state/ (machine-local, rebuildable except journal and telemetry)
     @property

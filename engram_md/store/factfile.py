@@ -534,13 +534,34 @@ def read_fact(path: Path) -> Fact:
     return parse_fact(text, path=str(path), origin=path)
 
 
-def write_fact(path: Path, fact: Fact, *, fsync: bool = True) -> bool:
+def read_facts(paths: list[Path]) -> list[Fact | str | None]:
+    """:func:`read_fact` over many files, for a worker process: each file's fact, the reason
+    it cannot be read (a MemoryFileError's message), or None when it is gone."""
+    out: list[Fact | str | None] = []
+    for path in paths:
+        try:
+            out.append(read_fact(path))
+        except MemoryFileError as exc:
+            out.append(str(exc))
+        except OSError:
+            out.append(None)
+    return out
+
+
+def render_facts(items: list[tuple[Fact, Path]]) -> list[str]:
+    """:func:`render_fact` of many (fact, path) pairs, for a worker process."""
+    return [render_fact(fact, path) for fact, path in items]
+
+
+def write_fact(path: Path, fact: Fact, *, fsync: bool = True, text: str | None = None) -> bool:
     """Write atomically. Returns False (and writes nothing) when the bytes would not change,
-    or when a person's note would change only in form (it is never rewritten to fill in)."""
+    or when a person's note would change only in form (it is never rewritten to fill in).
+    ``text``: the fact already rendered for ``path`` (:func:`render_facts`)."""
     hand = fact.hand
     if hand is not None and not _hand_changed(fact, hand) and path.is_file():
         return False
-    text = render_fact(fact, path)
+    if text is None:
+        text = render_fact(fact, path)
     try:
         if read_file(path) == text.encode("utf-8"):
             return False

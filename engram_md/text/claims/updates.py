@@ -338,9 +338,13 @@ _REPLACING: dict[str, frozenset[str]] = {
 }
 
 # Slots whose replacement always shares a word with them (a plan is done by a statement
-# naming its work, a like turns into a dislike of the same thing): each holder's claims of
-# these slots are found by word, since they are most of what a person says.
+# naming its work, a like turns into a dislike of the same thing): such pairs are found by
+# word, in both directions, since these slots are most of what a person says.
 _BY_WORD = frozenset({"has", "plan", "like", "dislike", "problem", "seeking"})
+# The slots of the claims that replace them ("moved on" names slots, not words: it is not).
+_REPLACING_BY_WORD = frozenset(slot for slot, olds in _REPLACEABLE.items() if olds & _BY_WORD) - {
+    "moved on"
+}
 
 
 def _words_of_old(claim: Claim) -> frozenset[str]:
@@ -357,7 +361,7 @@ def _words_of_old(claim: Claim) -> frozenset[str]:
 
 
 def _words_of_new(claim: Claim) -> frozenset[str]:
-    """The words ``claim`` replaces an earlier claim of a _BY_WORD slot by."""
+    """The words by which ``claim`` replaces an earlier claim of a _BY_WORD slot."""
     words = set(claim.value | claim.core)
     if claim.slot == "shift" and claim.said:
         words |= {f"kind:{kind}" for kind in _alternatives(claim.said)}
@@ -366,12 +370,15 @@ def _words_of_new(claim: Claim) -> frozenset[str]:
 
 
 _Said = tuple[tuple[Claim, ...], datetime]
+_OLD, _NEW = "as older", "as newer"  # which side of a pair a word index serves
+_SIDES = ((_OLD, _BY_WORD, _words_of_old), (_NEW, _REPLACING_BY_WORD, _words_of_new))
 
 
 class ClaimBook:
     """Active statements by holder and slot, so a new statement finds the ones it may update
-    in dictionary lookups instead of a search over the folder. Each is kept with when it was
-    said: only an earlier statement can be updated by a later one."""
+    (and, for one said earlier than some stored ones, those that update it) in dictionary
+    lookups instead of a comparison with every statement of the holder. Each is kept with
+    when it was said: only an earlier statement can be updated by a later one."""
 
     def __init__(self) -> None:
         self._said: dict[str, _Said] = {}
@@ -379,9 +386,9 @@ class ClaimBook:
         self._by_slot: dict[str, dict[str, dict[str, None]]] = defaultdict(
             lambda: defaultdict(dict)
         )
-        # (holder, slot) -> word -> ids: the claims of a _BY_WORD slot by their words, built
-        # the first time a lookup needs them and kept up to date after
-        self._by_word: dict[tuple[str, str], dict[str, set[str]]] = {}
+        # (side, holder, slot) -> word -> ids: the claims of a slot found by word, built the
+        # first time a lookup needs them and kept up to date after
+        self._by_word: dict[tuple[str, str, str], dict[str, set[str]]] = {}
 
     def __len__(self) -> int:
         return len(self._said)
@@ -392,13 +399,9 @@ class ClaimBook:
         self.remove(fact_id)
         self._said[fact_id] = (stated, said_at)
         for claim in stated:
-            if claim.holder == "other":
-                continue
-            self._by_slot[claim.holder][claim.slot][fact_id] = None
-            words = self._by_word.get((claim.holder, claim.slot))
-            if words is not None:
-                for word in _words_of_old(claim):
-                    words.setdefault(word, set()).add(fact_id)
+            if claim.holder != "other":
+                self._by_slot[claim.holder][claim.slot][fact_id] = None
+                self._index_words(fact_id, claim, add=True)
 
     def remove(self, fact_id: str) -> None:
         entry = self._said.pop(fact_id, None)
@@ -412,23 +415,34 @@ class ClaimBook:
                 slots[claim.slot].pop(fact_id, None)
                 if not slots[claim.slot]:
                     del slots[claim.slot]
-            words = self._by_word.get((claim.holder, claim.slot))
-            if words is not None:
-                for word in _words_of_old(claim):
-                    ids = words.get(word)
-                    if ids is not None:
-                        ids.discard(fact_id)
+            self._index_words(fact_id, claim, add=False)
 
-    def _indexed(self, holder: str, slot: str) -> dict[str, set[str]]:
-        words = self._by_word.get((holder, slot))
-        if words is None:
-            words = self._by_word[(holder, slot)] = {}
+    def _index_words(self, fact_id: str, claim: Claim, *, add: bool) -> None:
+        for side, slots, words_of in _SIDES:
+            index = self._by_word.get((side, claim.holder, claim.slot))
+            if index is None or claim.slot not in slots:
+                continue
+            for word in words_of(claim):
+                if add:
+                    index.setdefault(word, set()).add(fact_id)
+                elif word in index:
+                    index[word].discard(fact_id)
+
+    def _by_words(self, side: str, holder: str, slot: str, words: frozenset[str]) -> set[str]:
+        """The ids of the statements whose claims of ``slot`` share one of ``words``."""
+        index = self._by_word.get((side, holder, slot))
+        if index is None:
+            index = self._by_word[(side, holder, slot)] = {}
+            words_of = _words_of_old if side == _OLD else _words_of_new
             for fact_id in self._by_slot.get(holder, {}).get(slot, {}):
                 for claim in self._said[fact_id][0]:
                     if claim.holder == holder and claim.slot == slot:
-                        for word in _words_of_old(claim):
-                            words.setdefault(word, set()).add(fact_id)
-        return words
+                        for word in words_of(claim):
+                            index.setdefault(word, set()).add(fact_id)
+        found: set[str] = set()
+        for word in words:
+            found.update(index.get(word, ()))
+        return found
 
     def earlier_candidates(self, fact_id: str, stated: tuple[Claim, ...]) -> dict[str, _Said]:
         """The other statements ``stated`` may update: those holding a claim of a slot one
@@ -442,10 +456,8 @@ class ClaimBook:
             for slot in _replaceable(new):
                 if slot not in slots:
                     continue
-                if slot in _BY_WORD and new.slot != "moved on":  # "moved on" names slots
-                    words = self._indexed(new.holder, slot)
-                    for word in _words_of_new(new):
-                        ids.update(words.get(word, ()))
+                if slot in _BY_WORD and new.slot in _REPLACING_BY_WORD:
+                    ids |= self._by_words(_OLD, new.holder, slot, _words_of_new(new))
                 else:
                     ids.update(slots[slot])
         ids.discard(fact_id)
@@ -453,14 +465,20 @@ class ClaimBook:
 
     def later_candidates(self, fact_id: str, stated: tuple[Claim, ...]) -> dict[str, _Said]:
         """The other statements that may update ``stated``: those holding a claim of a slot
-        that can replace one of its claims, of the same holder."""
+        that can replace one of its claims, of the same holder (and sharing a word where the
+        rule needs one). A superset of what :func:`update_between` replaces, never less."""
         ids: set[str] = set()
         for old in stated:
             if old.holder == "other" or old.holder not in self._by_slot:
                 continue
             slots = self._by_slot[old.holder]
             for slot in _replacing(old.slot):
-                ids.update(slots.get(slot, ()))
+                if slot not in slots:
+                    continue
+                if old.slot in _BY_WORD and slot in _REPLACING_BY_WORD:
+                    ids |= self._by_words(_NEW, old.holder, slot, _words_of_old(old))
+                else:
+                    ids.update(slots[slot])
         ids.discard(fact_id)
         return {other: self._said[other] for other in ids}
 
@@ -497,6 +515,11 @@ def default_holder(entities: Iterable[str]) -> str:
 def fact_claims(content: str, entities: Iterable[str]) -> tuple[Claim, ...]:
     """The claims of a stored statement."""
     return claims(content, default_holder(entities))
+
+
+def claims_of(statements: list[tuple[str, tuple[str, ...]]]) -> list[tuple[Claim, ...]]:
+    """:func:`fact_claims` of many (content, entities) statements, for a worker process."""
+    return [fact_claims(content, entities) for content, entities in statements]
 
 
 def states_something(text: str) -> bool:
