@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engram_md.core.paths import MemoryLayout, safe_slug
+from engram_md.core.paths import MemoryLayout, RelativePaths, safe_slug
 
 WHEN = datetime(2026, 3, 2, 9, 2, 0, tzinfo=UTC)
 
@@ -139,3 +139,28 @@ def test_ensure_creates_both_roots(tmp_path: Path) -> None:
     lay.ensure()
     lay.ensure()  # idempotent
     assert lay.memory_dir.is_dir() and lay.state_dir.is_dir()
+
+
+def test_relative_paths_of_a_run_equal_layout_relative_through_links(
+    tmp_path: Path, layout: MemoryLayout
+) -> None:
+    # The memory folder reached through a link, a day folder that is a link to another one,
+    # and a file that is a link: each named as layout.relative names it.
+    linked_root = tmp_path / "linked-memory"
+    linked_root.symlink_to(layout.memory_dir)
+    via_link = MemoryLayout(memory_dir=linked_root, state_dir=layout.state_dir)
+    day = layout.facts_dir / "2026-03-02"
+    day.mkdir(parents=True)
+    (day / "a.md").write_text("x")
+    (layout.facts_dir / "2026-03-03").symlink_to(day)
+    (day / "b.md").symlink_to(day / "a.md")
+    paths = [
+        linked_root / "facts" / "2026-03-02" / "a.md",
+        linked_root / "facts" / "2026-03-03" / "a.md",
+        linked_root / "facts" / "2026-03-02" / "b.md",
+        linked_root / "facts" / "2026-03-02" / "not-yet-written.md",
+    ]
+    relative = RelativePaths(via_link)
+    assert [relative(p) for p in paths] == [via_link.relative(p) for p in paths]
+    assert relative(paths[1]) == "facts/2026-03-02/a.md"
+    assert relative(paths[2]) == "facts/2026-03-02/a.md"

@@ -197,3 +197,21 @@ class MemoryLayout:
     def ensure(self) -> None:
         self.memory_dir.mkdir(parents=True, exist_ok=True)
         self.state_dir.mkdir(parents=True, exist_ok=True)
+
+
+class RelativePaths:
+    """:meth:`MemoryLayout.relative` for the many files of one run. Each folder is resolved
+    once (a day's files share theirs) and each file costs one lstat, to see whether it is a
+    link itself, instead of an lstat of every folder above it. For one run only: a folder
+    re-linked meanwhile would be missed."""
+
+    def __init__(self, layout: MemoryLayout) -> None:
+        self._root = resolved_folder(layout.memory_dir)
+        self._folders: dict[Path, Path] = {}
+
+    def __call__(self, path: Path) -> str:
+        folder = self._folders.get(path.parent)
+        if folder is None:
+            folder = self._folders[path.parent] = path.parent.resolve()
+        resolved = path.resolve() if path.is_symlink() else folder / path.name
+        return resolved.relative_to(self._root).as_posix()
