@@ -132,20 +132,24 @@ class Pause:
             return None
 
 
+def _fact_written(change: Change) -> tuple[Fact, Path] | None:
+    """The fact a change writes and where, or None for a change of another file."""
+    if isinstance(change, FactCreate):
+        return change.fact, change.path
+    if isinstance(change, FactUpdate):
+        return change.after, change.path
+    if isinstance(change, FactMove):
+        return change.after, change.target
+    return None
+
+
 def render_fact_changes(changes: Sequence[Change]) -> dict[int, str]:
     """The file of each fact change, by its place in ``changes``: rendering YAML is most of
     the cost of writing a fact, and a large run renders on all cores (:mod:`..core.workers`)."""
-    places: list[int] = []
-    items: list[tuple[Fact, Path]] = []
-    for place, change in enumerate(changes):
-        if isinstance(change, FactUpdate | FactCreate):
-            fact = change.fact if isinstance(change, FactCreate) else change.after
-            places.append(place)
-            items.append((fact, change.path))
-        elif isinstance(change, FactMove):
-            places.append(place)
-            items.append((change.after, change.target))
-    return dict(zip(places, map_spread(render_facts, items), strict=True))
+    written = [(place, _fact_written(change)) for place, change in enumerate(changes)]
+    items = [(place, item) for place, item in written if item is not None]
+    texts = map_spread(render_facts, [item for _, item in items])
+    return {place: text for (place, _), text in zip(items, texts, strict=True)}
 
 
 def apply_plan(
@@ -192,9 +196,9 @@ def apply_plan(
     # are reused; a moved fact keeps its one row, now at the new path) in one write. The hash
     # index follows moved and created files.
     for change in plan.changes:
-        if isinstance(change, FactUpdate | FactMove | FactCreate):
-            fact = change.fact if isinstance(change, FactCreate) else change.after
-            path = change.target if isinstance(change, FactMove) else change.path
+        written = _fact_written(change)
+        if written is not None:
+            fact, path = written
             if indexer is not None:
                 indexer.upsert_fact(path, fact, new=isinstance(change, FactCreate))
             elif not isinstance(change, FactUpdate):

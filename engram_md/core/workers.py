@@ -48,12 +48,16 @@ def map_spread(
     """``work`` over ``items`` in chunks, one result per item, in order. ``work`` must be a
     module-level function (a worker imports it by name) that maps a list to a list of the
     same length. ``done(n)`` is told how many items are finished as chunks complete."""
-    workers = min(cores(), MAX_WORKERS)
-    if workers < 2 or len(items) < max(MIN_ITEMS, 2):
+
+    def here() -> list[R]:
         results = work(list(items))
         if done is not None:
             done(len(items))
         return results
+
+    workers = min(cores(), MAX_WORKERS)
+    if workers < 2 or len(items) < max(MIN_ITEMS, 2):
+        return here()
     parts = [list(items[i : i + CHUNK]) for i in range(0, len(items), CHUNK)]
     try:
         return _spread(work, parts, workers, done)
@@ -61,10 +65,7 @@ def map_spread(
         # A sandbox that forbids processes, or a worker killed: the work is pure, so it is
         # simply done here.
         log.warning("worker processes failed (%s); continuing in this process", exc)
-        results = work(list(items))
-        if done is not None:
-            done(len(items))
-        return results
+        return here()
 
 
 def _spread(
