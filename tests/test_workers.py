@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from engram_md.consolidate.planner import load_facts
 from engram_md.consolidate.run import Result, consolidate
 from engram_md.consolidate.vectors import Vectors
 from engram_md.core import workers
 from engram_md.core.config import Config, load_config
 from engram_md.store.fact_store import MemoryStore
+from engram_md.store.factfile import read_facts
 from engram_md.text.claims import claims_of, fact_claims
 
 from .consolidate_folder import NOW, plant
@@ -103,3 +105,23 @@ def test_a_consolidation_on_workers_writes_what_one_without_them_writes(
 
     assert planned(here) and planned(spread) == planned(here)
     assert _snapshot(cfg.layout.memory_dir) == _snapshot(alone.layout.memory_dir)
+
+
+def test_files_read_on_workers_report_broken_files_as_here(
+    cfg: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plant(cfg.layout)
+    day = cfg.layout.facts_dir / "2026-01-09"
+    day.mkdir(parents=True, exist_ok=True)
+    (day / "broken.md").write_text("---\nid: [unclosed\n---\n\nA statement.\n")
+    (day / "latin1.md").write_bytes(b"---\nid: x\n---\n\ncaf\xe9\n")
+    store = MemoryStore.open(cfg.layout)
+    here = load_facts(store)
+    monkeypatch.setattr(workers, "cores", lambda: 2)
+    monkeypatch.setattr(workers, "MIN_ITEMS", 1)
+    monkeypatch.setattr(workers, "CHUNK", 2)
+    spread = load_facts(store)
+    assert len(here.broken) == 2 and spread.broken == here.broken
+    assert [(p, f.id) for p, f in spread.facts] == [(p, f.id) for p, f in here.facts]
+    (gone,) = read_facts([day / "gone.md"])  # a file removed meanwhile: said, not raised
+    assert isinstance(gone, str) and "cannot read" in gone
