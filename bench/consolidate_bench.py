@@ -6,7 +6,8 @@ Offline, per size N: N synthetic fact files in the documented format (the genera
 :mod:`bench.latency_bench`: ``to_fact`` + ``render_fact`` at the store's paths), indexed with
 ``engram-md reindex``, then ``engram-md consolidate --json --force`` timed end to end (the
 first run: every fact is new, so every fact is compared with its related ones), then a second
-run (nothing new: what the daemon's periodic run costs on a quiet folder). ``--force`` because
+run (nothing new: what the daemon's periodic run costs on a quiet folder), and that run again
+without the read cache (every file parsed, as before it). ``--force`` because
 the synthetic statements repeat templates with other numbers, which the rules read as changed
 values; the share that would have tripped the safety rail is reported.
 
@@ -105,6 +106,11 @@ def run_offline(n: int) -> dict[str, Any]:
                 1 for c in second["changes"] if c["kind"] in ("FactUpdate", "FactMove")
             ),
         }
+        # The same quiet run without the read cache (state/read-cache.json): what parsing
+        # every file again costs, measured back to back on the same folder.
+        (root / "state" / "read-cache.json").unlink(missing_ok=True)
+        uncached_s, _ = _consolidate(root, _env())
+        out["second_run_without_read_cache_s"] = round(uncached_s, 2)
         out["load_after"] = _load()
         return out
 

@@ -28,11 +28,16 @@ from ..core.workers import map_spread
 from ..index.indexer import Indexer
 from ..store.access import AccessLog
 from ..store.fact_store import MemoryStore
-from ..store.factfile import render_facts, write_fact
+from ..store.factfile import write_fact
+from ..store.read_cache import ReadCache, render_for_cache
 from .plan import Change, FactCreate, FactMove, FactUpdate, FileWrite, Plan, Progress
 from .report import relative_path
 
 log = logging.getLogger(__name__)
+
+
+# Up to this many changes, each file is synced as it is written (see apply_plan).
+SYNC_EACH_UP_TO = 32
 
 
 class RetireLimitError(EngramError):
@@ -132,6 +137,19 @@ class Pause:
             return None
 
 
+def _note_written(cache: ReadCache, change: Change, read_back: tuple[Fact, int] | None) -> None:
+    """What the read cache knows of the files ``change`` wrote or moved away."""
+    written = _fact_written(change)
+    if written is None:
+        return
+    if isinstance(change, FactMove) and change.source != change.target:
+        cache.gone(change.source)
+    if read_back is None:
+        cache.gone(written[1])
+    else:
+        cache.read(written[1], *read_back)
+
+
 def _fact_written(change: Change) -> tuple[Fact, Path] | None:
     """The fact a change writes and where, or None for a change of another file."""
     if isinstance(change, FactCreate):
@@ -143,12 +161,16 @@ def _fact_written(change: Change) -> tuple[Fact, Path] | None:
     return None
 
 
-def render_fact_changes(changes: Sequence[Change]) -> dict[int, str]:
-    """The file of each fact change, by its place in ``changes``: rendering YAML is most of
-    the cost of writing a fact, and a large run renders on all cores (:mod:`..core.workers`)."""
+Rendered = tuple[str, tuple[Fact, int] | None]
+
+
+def render_fact_changes(changes: Sequence[Change]) -> dict[int, Rendered]:
+    """The file of each fact change, by its place in ``changes``, and the fact a later read
+    of it gives (for the read cache): rendering YAML is most of the cost of writing a fact,
+    and a large run renders on all cores (:mod:`..core.workers`)."""
     written = [(place, _fact_written(change)) for place, change in enumerate(changes)]
     items = [(place, item) for place, item in written if item is not None]
-    texts = map_spread(render_facts, [item for _, item in items])
+    texts = map_spread(render_for_cache, [item for _, item in items])
     return {place: text for (place, _), text in zip(items, texts, strict=True)}
 
 
@@ -161,21 +183,28 @@ def apply_plan(
     actions: ActionLog,
     progress: Progress | None = None,
     pause: Pause | None = None,
+    cache: ReadCache | None = None,
 ) -> int:
     """Write the standings, apply every change, then bring the index and the hash index up to
-    date."""
+    date. ``cache`` learns each fact file written as the next run will read it."""
     AccessLog(layout.access_path).fold(plan.standings, plan.access_length)
     applied = 0
     total = len(plan.changes)
     rendered = render_fact_changes(plan.changes)
+    # Each file is replaced atomically (a killed run leaves old or new bytes, never half).
+    # Durability against power loss: a few files are synced as each is written; many at once
+    # by one sync at the end, since two fsyncs a file cost 10+ ms each on a busy disk and
+    # dominated large runs, and one sync flushes every disk of the machine (over a second
+    # when other programs wrote much; a quiet run writes a file or two).
+    each = store.fsync and total <= SYNC_EACH_UP_TO
     for done, change in enumerate(plan.changes, 1):
-        # Each file is replaced atomically (a killed run leaves old or new bytes, never half);
-        # durability against power loss comes from one sync at the end instead of two fsyncs
-        # per file, which cost 10+ ms each on a busy disk and dominated large runs.
         crashpoint("consolidate.apply")
-        wrote = apply_change(layout, change, fsync=False, rendered=rendered.get(done - 1))
+        text, read_back = rendered.get(done - 1, (None, None))
+        wrote = apply_change(layout, change, fsync=each, rendered=text)
         if wrote:
             applied += 1
+        if cache is not None:
+            _note_written(cache, change, read_back)
         target = change.target if isinstance(change, FactMove) else change.path
         actions.record(
             _telemetry_action(change),
@@ -190,7 +219,7 @@ def apply_plan(
             progress("applying", done, total)
         if pause is not None and applied == pause.after and wrote:
             time.sleep(pause.seconds)
-    if store.fsync and applied:
+    if store.fsync and applied and not each:
         os.sync()
     # The index learns each written fact as written (statements never change here, so vectors
     # are reused; a moved fact keeps its one row, now at the new path) in one write. The hash

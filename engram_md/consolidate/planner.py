@@ -36,6 +36,7 @@ from ..core.workers import map_spread
 from ..store.access import AccessLog
 from ..store.fact_store import MemoryStore, folder_order
 from ..store.factfile import read_facts
+from ..store.read_cache import Parsed, ReadCache, read_parsed, recognized
 from .combine import View, advance, combine
 from .contradictions import (
     Relation,
@@ -72,8 +73,12 @@ class Loaded:
     broken: list[str]  # path and reason of each file whose frontmatter cannot be read
 
 
-def load_facts(store: MemoryStore, progress: Progress | None = None) -> Loaded:
-    """Read every fact file once, in the store's order (a large folder on all cores)."""
+def load_facts(
+    store: MemoryStore, progress: Progress | None = None, cache: ReadCache | None = None
+) -> Loaded:
+    """Read every fact file once, in the store's order (a large folder on all cores). With
+    ``cache``, a file whose bytes it knows is not parsed again, and what was read is noted in
+    it for the next run (store/read_cache.py)."""
     paths = list(store.fact_paths())
 
     def read(done: int) -> None:
@@ -81,10 +86,41 @@ def load_facts(store: MemoryStore, progress: Progress | None = None) -> Loaded:
             progress("reading facts", done, len(paths))
 
     loaded = Loaded([], [])
-    for path, fact in zip(paths, map_spread(read_facts, paths, done=read), strict=True):
-        if isinstance(fact, str):
-            loaded.broken.append(fact)
-        elif fact is not None:  # None: removed while we read, the folder wins
+    if cache is None:
+        for path, fact in zip(paths, map_spread(read_facts, paths, done=read), strict=True):
+            if isinstance(fact, str):
+                loaded.broken.append(fact)
+            elif fact is not None:  # None: removed while we read, the folder wins
+                loaded.facts.append((path, fact))
+        return loaded
+    # Files the cache knows are read and hashed here (~25 us each: less than handing them to
+    # a worker and back costs); the rest, and any whose bytes changed, are parsed on workers.
+    here: dict[int, Fact] = {}
+    unknown: list[int] = []
+    for place, path in enumerate(paths):
+        known = cache.digest_of(path)
+        content = None if known is None else recognized(path, known)
+        fact = None if content is None else cache.known(path, content)
+        if fact is None:
+            unknown.append(place)
+        else:
+            here[place] = fact
+    hits = len(here)
+
+    def parsed(done: int) -> None:
+        read(hits + done)
+
+    items = [paths[place] for place in unknown]
+    results = dict(zip(unknown, map_spread(read_parsed, items, done=parsed), strict=True))
+    for place, path in enumerate(paths):
+        result: Fact | Parsed = here[place] if place in here else results[place]
+        if isinstance(result, Fact):
+            loaded.facts.append((path, result))
+        elif isinstance(result, str):
+            loaded.broken.append(result)
+        elif isinstance(result, tuple):
+            fact, file_digest = result
+            cache.read(path, fact, file_digest)
             loaded.facts.append((path, fact))
     return loaded
 
@@ -100,10 +136,12 @@ def plan_run(
     steps: Sequence[Step] = STEPS,
     full: bool = False,
     progress: Progress | None = None,
+    cache: ReadCache | None = None,
 ) -> Plan:
-    """Read the folder and plan a run. Pure with respect to the folder: writes nothing."""
+    """Read the folder and plan a run. Pure with respect to the folder: writes nothing (what
+    it read is noted in ``cache``, which the caller saves or not)."""
     state = RunState.load(layout)
-    loaded = load_facts(store, progress)
+    loaded = load_facts(store, progress, cache)
     facts = loaded.facts
     original = {path: fact for path, fact in facts}
     pending = set(state.pending)

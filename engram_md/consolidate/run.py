@@ -2,11 +2,12 @@
 
 One run, in this order::
 
-    plan (:mod:`.planner`: read every fact file, find the new ones, judge them, run STEPS)
+    plan (:mod:`.planner`: read every fact file -- parsing only those whose bytes the read
+          cache does not know, store/read_cache.py -- find the new ones, judge them, run STEPS)
     -> safety rail -> (dry run: return the plan and stop)
     -> apply (:mod:`.apply`: one atomic file write at a time; index, hash index and access
        log follow) -> graph edges decay -> a report in state/reports/ (:mod:`.report`)
-    -> state/consolidation.json (:mod:`.run_state`)
+    -> state/consolidation.json (:mod:`.run_state`) and state/read-cache.json
 
 Every step *plans* (returns :mod:`.plan` values) and nothing is written before the plan is
 applied, so a dry run shows exactly what a real run would do and touches nothing, not even
@@ -33,6 +34,7 @@ from ..index.indexer import Indexer
 from ..index.opened import FolderParts
 from ..organize.graph import GraphStore
 from ..store.fact_store import MemoryStore
+from ..store.read_cache import ReadCache
 from .apply import Pause, apply_plan, check_retire_limit, sweep_orphans
 from .judge import Judge
 from .plan import Plan, Progress, Step
@@ -79,9 +81,10 @@ def consolidate(
     the plan retires more active facts than allowed and ``force`` is not set; nothing is
     written then.
     """
+    cache = ReadCache.load(layout.state_dir, layout.memory_dir)
     plan = plan_run(
         cfg, layout, store, now=now, vectors=vectors, judge=judge, steps=steps, full=full,
-        progress=progress,
+        progress=progress, cache=cache,
     )  # fmt: skip
     if dry_run:
         return Result(plan, 0, True)
@@ -98,7 +101,9 @@ def consolidate(
         actions=ActionLog(layout.actions_path),
         progress=progress,
         pause=pause,
+        cache=cache,
     )
+    cache.save(fsync=store.fsync)
     if graph is not None:
         decayed = graph.apply_decay(now)
         if decayed:

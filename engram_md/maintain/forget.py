@@ -86,6 +86,7 @@ from ..organize.graph import GraphStore
 from ..organize.traces import update_traces
 from ..recall.recaller import Recaller
 from ..recall.wire import RecallOptions
+from ..store import read_cache
 from ..store.access import AccessLog
 from ..store.fact_store import MemoryStore
 from ..store.said import SaidLog
@@ -314,6 +315,9 @@ def _scrub_state(layout: MemoryLayout, targets: Sequence[Target], quotes: Quotes
         scrubbed.append(layout.actions_path)
     if drop_facts(layout, gone):
         scrubbed.append(layout.consolidation_state_path)
+    # The read cache names the forgotten facts' entities and tags: the next run rebuilds it.
+    if read_cache.discard(layout.state_dir):
+        scrubbed.append(layout.state_dir / read_cache.FILE_NAME)
     return scrubbed
 
 

@@ -55,6 +55,7 @@ from ..organize.boxes import BoxBuilder
 from ..organize.boxfile import BoxEdit, add_box_members, box_files, read_box
 from ..organize.graph import GraphStore
 from ..organize.traces import update_traces
+from ..store import read_cache
 from ..store.entity_pages import looks_generated
 from ..store.factfile import read_fact
 from ..store.links import entity_page
@@ -310,6 +311,8 @@ def repair_secrets(parts: FolderParts) -> SecretsReport:
     before = find_secrets(parts)
     if not before:
         return SecretsReport([])
+    # What the last consolidation read, entities and tags included: the next run rebuilds it.
+    read_cache.discard(layout.state_dir)
     ids, old_texts = _repair_facts(parts, redact)
     old_texts += _repair_pages(parts, redact, ids)
     if ids:

@@ -367,7 +367,7 @@ def parse_fact(text: str, *, path: str = "<memory>", origin: Path | None = None)
     # python-frontmatter folds CRLF once; a lone or doubled CR would fold one step further
     # on every rewrite, so all line breaks become LF here and a rewrite is a fixed point.
     # The links footer is derived from the frontmatter, never part of the statement.
-    content = strip_links(body.replace("\r\n", "\n").replace("\r", "\n")).strip()
+    content = _statement(body)
     if not content:
         raise MemoryFileError(path, "empty body (the fact's statement is missing)")
     extra = {k: v for k, v in (meta.model_extra or {}).items() if k not in KEY_ORDER}
@@ -525,13 +525,40 @@ def _shape_problem(metadata: dict[str, Any]) -> str | None:
     return None
 
 
-def read_fact(path: Path) -> Fact:
-    raw = read_file(path)  # never through a link, never a pipe or a huge file
+def _statement(body: str) -> str:
+    """The statement of a file's body: every line break LF, the links footer left out."""
+    return strip_links(body.replace("\r\n", "\n").replace("\r", "\n")).strip()
+
+
+def statement_of_bytes(raw: bytes) -> str | None:
+    """The statement of a fact file's bytes that were read whole before, split from its
+    frontmatter as :func:`_load` splits it but without reading the YAML; None when the bytes
+    hold no frontmatter block (store/read_cache.py)."""
+    try:
+        text = raw.decode("utf-8").removeprefix("\ufeff").strip()
+    except UnicodeDecodeError:
+        return None
+    if not _YAML.detect(text):
+        return None
+    try:
+        _, body = _YAML.split(text)
+    except ValueError:
+        return None
+    return _statement(body.strip())
+
+
+def parse_bytes(raw: bytes, path: Path) -> Fact:
+    """The fact of the bytes read from the file at ``path``."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MemoryFileError(str(path), f"not UTF-8 (byte {exc.start})") from exc
     return parse_fact(text, path=str(path), origin=path)
+
+
+def read_fact(path: Path) -> Fact:
+    # Never through a link, never a pipe or a huge file.
+    return parse_bytes(read_file(path), path)
 
 
 def read_facts(paths: list[Path]) -> list[Fact | str | None]:
@@ -548,15 +575,10 @@ def read_facts(paths: list[Path]) -> list[Fact | str | None]:
     return out
 
 
-def render_facts(items: list[tuple[Fact, Path]]) -> list[str]:
-    """:func:`render_fact` of many (fact, path) pairs, for a worker process."""
-    return [render_fact(fact, path) for fact, path in items]
-
-
 def write_fact(path: Path, fact: Fact, *, fsync: bool = True, text: str | None = None) -> bool:
     """Write atomically. Returns False (and writes nothing) when the bytes would not change,
     or when a person's note would change only in form (it is never rewritten to fill in).
-    ``text``: the fact already rendered for ``path`` (:func:`render_facts`)."""
+    ``text``: the fact already rendered for ``path``."""
     hand = fact.hand
     if hand is not None and not _hand_changed(fact, hand) and path.is_file():
         return False
