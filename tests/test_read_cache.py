@@ -20,7 +20,7 @@ from engram_md.core.models import Fact
 from engram_md.store import factfile, read_cache
 from engram_md.store.fact_store import MemoryStore
 from engram_md.store.factfile import read_fact
-from engram_md.store.read_cache import ReadCache, decode, digest
+from engram_md.store.read_cache import ReadCache, decode
 
 from .consolidate_folder import NOW, plant
 from .test_forget import build_folder, forget_in
@@ -88,7 +88,7 @@ def test_every_entry_is_what_a_read_of_the_file_gives(cfg: Config) -> None:
     assert set(entries) == set(paths)
     for key, entry in entries.items():
         raw = paths[key].read_bytes()
-        assert entry[0] == digest(raw)
+        assert entry[0] == factfile.file_digest(raw)
         content = factfile.statement_of_bytes(raw)
         assert content is not None and decode(entry, content) == read_fact(paths[key])
 

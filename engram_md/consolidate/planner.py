@@ -36,7 +36,7 @@ from ..core.workers import map_spread
 from ..store.access import AccessLog
 from ..store.fact_store import MemoryStore, folder_order
 from ..store.factfile import read_facts
-from ..store.read_cache import Parsed, ReadCache, read_parsed, recognized
+from ..store.read_cache import ReadCache, recognized
 from .combine import View, advance, combine
 from .contradictions import (
     Relation,
@@ -85,44 +85,42 @@ def load_facts(
         if progress is not None:
             progress("reading facts", done, len(paths))
 
-    loaded = Loaded([], [])
-    if cache is None:
-        for path, fact in zip(paths, map_spread(read_facts, paths, done=read), strict=True):
-            if isinstance(fact, str):
-                loaded.broken.append(fact)
-            elif fact is not None:  # None: removed while we read, the folder wins
-                loaded.facts.append((path, fact))
-        return loaded
     # Files the cache knows are read and hashed here (~25 us each: less than handing them to
     # a worker and back costs); the rest, and any whose bytes changed, are parsed on workers.
-    here: dict[int, Fact] = {}
-    unknown: list[int] = []
+    here = {} if cache is None else _known_facts(cache, paths)
+
+    def parsed(done: int) -> None:
+        read(len(here) + done)
+
+    unknown = [place for place in range(len(paths)) if place not in here]
+    items = [paths[place] for place in unknown]
+    results = dict(zip(unknown, map_spread(read_facts, items, done=parsed), strict=True))
+    loaded = Loaded([], [])
+    for place, path in enumerate(paths):
+        if place in here:
+            loaded.facts.append((path, here[place]))
+            continue
+        result = results[place]
+        if isinstance(result, str):
+            loaded.broken.append(result)
+        elif result is not None:  # None: removed while we read, the folder wins
+            fact, file_digest = result
+            if cache is not None:
+                cache.read(path, fact, file_digest)
+            loaded.facts.append((path, fact))
+    return loaded
+
+
+def _known_facts(cache: ReadCache, paths: Sequence[Path]) -> dict[int, Fact]:
+    """The facts of the files whose bytes ``cache`` knows, by their place in ``paths``."""
+    found: dict[int, Fact] = {}
     for place, path in enumerate(paths):
         known = cache.digest_of(path)
         content = None if known is None else recognized(path, known)
         fact = None if content is None else cache.known(path, content)
-        if fact is None:
-            unknown.append(place)
-        else:
-            here[place] = fact
-    hits = len(here)
-
-    def parsed(done: int) -> None:
-        read(hits + done)
-
-    items = [paths[place] for place in unknown]
-    results = dict(zip(unknown, map_spread(read_parsed, items, done=parsed), strict=True))
-    for place, path in enumerate(paths):
-        result: Fact | Parsed = here[place] if place in here else results[place]
-        if isinstance(result, Fact):
-            loaded.facts.append((path, result))
-        elif isinstance(result, str):
-            loaded.broken.append(result)
-        elif isinstance(result, tuple):
-            fact, file_digest = result
-            cache.read(path, fact, file_digest)
-            loaded.facts.append((path, fact))
-    return loaded
+        if fact is not None:
+            found[place] = fact
+    return found
 
 
 def plan_run(

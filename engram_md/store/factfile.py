@@ -16,6 +16,7 @@ from typing import Any
 
 import frontmatter
 import regex
+import xxhash
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from yaml.representer import SafeRepresenter
@@ -561,13 +562,24 @@ def read_fact(path: Path) -> Fact:
     return parse_bytes(read_file(path), path)
 
 
-def read_facts(paths: list[Path]) -> list[Fact | str | None]:
-    """:func:`read_fact` over many files, for a worker process: each file's fact, the reason
-    it cannot be read (a MemoryFileError's message), or None when it is gone."""
-    out: list[Fact | str | None] = []
+def file_digest(raw: bytes) -> int:
+    """The 64-bit xxh3 of a fact file's bytes: whether they changed (store/read_cache.py)."""
+    return xxhash.xxh3_64_intdigest(raw)
+
+
+# What reading one file gives a worker's caller: its fact and the digest of its bytes, the
+# reason it cannot be read (a MemoryFileError's message), or None when it is gone.
+FactRead = tuple[Fact, int] | str | None
+
+
+def read_facts(paths: list[Path]) -> list[FactRead]:
+    """:func:`read_fact` over many files, for a worker process, each with the digest of its
+    bytes (:data:`FactRead`)."""
+    out: list[FactRead] = []
     for path in paths:
         try:
-            out.append(read_fact(path))
+            raw = read_file(path)
+            out.append((parse_bytes(raw, path), file_digest(raw)))
         except MemoryFileError as exc:
             out.append(str(exc))
         except OSError:

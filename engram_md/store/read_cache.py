@@ -60,10 +60,6 @@ FILE_NAME = "read-cache.json"
 Entry = list[Any]
 
 
-def digest(data: bytes) -> int:
-    return xxhash.xxh3_64_intdigest(data)
-
-
 @cache
 def code_stamp() -> str:
     """A hash of the source of every module that turns a file's bytes into a Fact or an
@@ -192,34 +188,14 @@ def decode(entry: Entry, content: str) -> Fact:
 
 def recognized(path: Path, known: int) -> str | None:
     """The statement of the file at ``path`` when its bytes hash to ``known``; None when they
-    do not, or it cannot be read (:func:`read_parsed` then says why)."""
+    do not, or it cannot be read (:func:`.factfile.read_facts` then says why)."""
     try:
         raw = read_file(path)
     except (MemoryFileError, OSError):
         return None
-    if digest(raw) != known:
+    if factfile.file_digest(raw) != known:
         return None
     return factfile.statement_of_bytes(raw)
-
-
-# What parsing one file gives: its fact and the digest of its bytes, the reason it cannot be
-# read (a MemoryFileError's message), or None when it is gone.
-Parsed = tuple[Fact, int] | str | None
-
-
-def read_parsed(paths: list[Path]) -> list[Parsed]:
-    """Each file parsed in full, with the digest of its bytes. For a worker process
-    (:func:`..core.workers.map_spread`)."""
-    out: list[Parsed] = []
-    for path in paths:
-        try:
-            raw = read_file(path)
-            out.append((factfile.parse_bytes(raw, path), digest(raw)))
-        except MemoryFileError as exc:
-            out.append(str(exc))
-        except OSError:
-            out.append(None)
-    return out
 
 
 # ---------------------------------------------------------------- the file
@@ -317,7 +293,7 @@ def render_for_cache(items: list[tuple[Fact, Path]]) -> list[tuple[str, tuple[Fa
         if cacheable(fact):
             raw = text.encode("utf-8")
             try:
-                read_back = (factfile.parse_bytes(raw, path), digest(raw))
+                read_back = (factfile.parse_bytes(raw, path), factfile.file_digest(raw))
             except MemoryFileError:
                 read_back = None
         out.append((text, read_back))
