@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 import math
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +24,7 @@ from engram_md.extract.llm_client import (
     parse_answer,
 )
 
+from .conftest import clean_env
 from .fake_openai import FakeOpenAI, Reply, fake_openai_server
 from .test_llm_extractor import Sleeps
 
@@ -193,3 +197,33 @@ def test_parse_answer_finds_the_json_value(text: str) -> None:
 def test_parse_answer_without_a_value_raises(text: str) -> None:
     with pytest.raises(LLMOutputError):
         parse_answer(text)
+
+
+def test_offline_work_does_not_load_openai(tmp_path: Path) -> None:
+    """openai costs ~30 MB of RSS: a process that never asks an LLM (the offline daemon, an
+    import, a recall) opens the whole composition root and runs a batch without it."""
+    probe = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from engram_md.app import open_engine\n"
+        "from engram_md.core.config import load_config\n"
+        "from datetime import UTC, datetime\n"
+        "from engram_md.core.models import Role, Turn\n"
+        "root = Path(sys.argv[1])\n"
+        "cfg = load_config(None, overrides={'memory_dir': str(root / 'memory'),\n"
+        "                                   'state_dir': str(root / 'state')})\n"
+        "engine = open_engine(cfg)\n"
+        "turn = Turn('t1', 's1', Role.USER, 'I prefer tea over coffee.', datetime.now(UTC))\n"
+        "engine.pipeline.receive(turn)\n"
+        "engine.pipeline.flush()\n"
+        "engine.close()\n"
+        "sys.stderr.write('OPENAI %s\\n' % ('openai' in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path)],
+        capture_output=True,
+        env=clean_env(),
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    assert "OPENAI False" in result.stderr.decode()

@@ -26,16 +26,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import openai
 import regex
-from openai.types.responses import ResponseTextConfigParam
 from pydantic import BaseModel, ValidationError
 
 from ..core.config import LLMConfig
 from ..core.crashpoints import crashpoint
 from ..core.errors import LLMOutputError, LLMUnavailable
+
+if TYPE_CHECKING:
+    # Imported when a client is made, not with this module: every offline command (the
+    # daemon, ingest, import, recall) reaches this module, and openai costs ~30 MB of RSS.
+    import openai
+    from openai.types.responses import ResponseTextConfigParam
 
 __all__ = ["MAX_DELAY_SECONDS", "AnswerSchema", "LLMClient", "Usage", "parse_answer", "snippet"]
 
@@ -183,6 +187,8 @@ class LLMClient:
         self.cfg = cfg
         self.usage = usage if usage is not None else Usage()
         self._sleep = sleep
+        import openai  # deferred: see the imports at the top
+
         self._client = openai.OpenAI(
             api_key=cfg.api_key or "not-needed",
             base_url=cfg.base_url,
@@ -217,6 +223,8 @@ class LLMClient:
 
     def _send(self, system: str, user: str, schema: AnswerSchema) -> _Answer:
         """One answer, retried as the module docstring says; every attempt is counted."""
+        import openai  # already loaded by __init__
+
         attempts = self.cfg.max_retries + 1
         for attempt in range(attempts):
             if attempt:
@@ -260,6 +268,8 @@ class LLMClient:
         raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
     def _call(self, system: str, user: str, schema: AnswerSchema) -> _Answer:
+        import openai  # already loaded by __init__
+
         temperature = self.cfg.temperature if self.cfg.temperature is not None else openai.omit
         if self.api == "responses":
             text_format: ResponseTextConfigParam = {
