@@ -13,7 +13,12 @@ from engram_md.consolidate.entities import plan_entities
 from engram_md.consolidate.plan import FileWrite
 from engram_md.core.models import Fact, Status
 from engram_md.core.paths import MemoryLayout
-from engram_md.store.entity_pages import CURRENT_HEADING, EARLIER_HEADING, EntityPages
+from engram_md.store.entity_pages import (
+    CURRENT_HEADING,
+    EARLIER_HEADING,
+    MAX_LISTED,
+    EntityPages,
+)
 from engram_md.store.factfile import write_fact
 
 from .test_lifecycle import NOW, Folder, apply, make_fact
@@ -204,3 +209,76 @@ def test_a_consolidated_page_takes_new_facts_on_top(folder: Folder) -> None:
     again = plan_entities(folder.ctx())
     assert [c.path.name for c in again] == ["person-dana.md"]
     assert _listed(again[0].text, CURRENT_HEADING) == current
+
+
+def _meta(text: str) -> dict[str, object]:
+    meta = yaml.safe_load(text.split("---\n", 2)[1])
+    assert isinstance(meta, dict)
+    return meta
+
+
+def test_between_consolidations_a_page_lists_as_many_as_a_whole_page(tmp_path: Path) -> None:
+    """Batch after batch, the list keeps MAX_LISTED entries, the newest, and counts the rest;
+    it is the list a consolidation would write for the same facts."""
+    layout = MemoryLayout(tmp_path / "memory", tmp_path / "state")
+    pages = EntityPages(layout, fsync=False)
+    total = MAX_LISTED + 30
+    facts = [
+        make_fact(
+            f"Dana fixed bug {i}.", entities=("person-dana",), created=NOW + timedelta(hours=i)
+        )
+        for i in range(total)
+    ]
+    for start in range(0, total, 7):  # batches of seven
+        for fact in facts[start : start + 7]:
+            pages.note(_write(layout, fact), fact)
+        pages.flush()
+    text = (layout.entities_dir / "person-dana.md").read_text(encoding="utf-8")
+    current = _listed(text, CURRENT_HEADING)
+    assert len(current) == MAX_LISTED
+    assert current[0].split(" — ", 1)[1].startswith(f"Dana fixed bug {total - 1}.")
+    assert current[-1].split(" — ", 1)[1].startswith(f"Dana fixed bug {total - MAX_LISTED}.")
+    assert text.endswith(f"\n\n*{total - MAX_LISTED} earlier fact(s) not listed.*\n")
+    assert _meta(text)["facts"] == total and _meta(text)["activeFacts"] == total
+
+    # An old fact confirmed again (noted once more) is neither listed nor counted again.
+    pages.note(_write(layout, facts[0]), facts[0])
+    assert pages.flush() == []
+
+    folder = Folder(tmp_path)
+    whole = next(c for c in plan_entities(folder.ctx()) if c.path.name == "person-dana.md")
+    assert isinstance(whole, FileWrite)
+    assert _listed(whole.text, CURRENT_HEADING) == current
+    assert whole.text.endswith(text[text.index(f"{CURRENT_HEADING}\n") :])
+
+
+def test_the_cap_leaves_out_what_is_no_longer_current_first(folder: Folder) -> None:
+    """A consolidated page listing facts no longer current: new facts push those out before
+    any current one, and the page's layout stays the one a consolidation writes."""
+    hour = timedelta(hours=1)
+    for i in range(MAX_LISTED - 5):
+        folder.add(make_fact(f"Dana shipped release {i}.", entities=("person-dana",),
+                             created=NOW - (200 - i) * hour))  # fmt: skip
+    for i in range(10):
+        old = make_fact(f"Dana used tool {i}.", entities=("person-dana",),
+                        created=NOW - (400 - i) * hour, status=Status.SUPERSEDED)  # fmt: skip
+        folder.add(old)
+    apply(plan_entities(folder.ctx()))
+    page = folder.layout.entities_dir / "person-dana.md"
+    before = page.read_text(encoding="utf-8")
+    assert len(_listed(before, EARLIER_HEADING)) == 5  # 95 current + 5 of the 10 earlier
+    assert "*5 earlier fact(s) not listed.*" in before
+
+    pages = EntityPages(folder.layout, fsync=False)
+    for i in range(3):
+        fresh = make_fact(f"Dana wrote doc {i}.", entities=("person-dana",), created=NOW + i * hour)
+        pages.note(folder.add(fresh), fresh)
+    assert pages.flush() == [page]
+    text = page.read_text(encoding="utf-8")
+    assert len(_listed(text, CURRENT_HEADING)) == MAX_LISTED - 2
+    assert len(_listed(text, EARLIER_HEADING)) == 2
+    assert text.endswith("\n\n*8 earlier fact(s) not listed.*\n")
+    assert _meta(text)["facts"] == MAX_LISTED + 8
+    again = next(c for c in plan_entities(folder.ctx()) if c.path.name == "person-dana.md")
+    assert isinstance(again, FileWrite)
+    assert again.text.endswith(text[text.index(f"{CURRENT_HEADING}\n") :])

@@ -13,8 +13,13 @@ Consolidation (:mod:`engram_md.consolidate.entities`) merges spellings and write
 whole. Between its runs, :class:`EntityPages` makes sure the page a fact file links to exists
 (:func:`engram_md.store.links.entity_page`): once per batch it writes each touched page that
 is missing, and adds the batch's new facts on top of the current ones of a page it wrote
-before (counts and last-seen follow; the synthesis waits for the next consolidation). A page
-a person wrote, and a "merged into" note, are left as they are: the link resolves either way.
+before (counts and last-seen follow; the synthesis waits for the next consolidation). The
+list keeps the bound a whole page has (MAX_LISTED entries, the oldest counted, not listed),
+so a page's size, and the cost of rewriting it at each batch, stay level however many facts
+name it: before, a page grew by every fact until the next consolidation, and an import
+(which does not consolidate) rewrote pages of thousands of lines at each conversation. A
+page a person wrote, and a "merged into" note, are left as they are: the link resolves
+either way.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import regex
 import yaml
 
 from ..core.atomic import atomic_write_text
@@ -55,6 +61,8 @@ MAX_LISTED = 100  # the newest entries, current first; the rest are counted, not
 CURRENT_HEADING = "## Current"
 EARLIER_HEADING = "## No longer current"
 _NO_CURRENT = "No current facts."
+_UNLISTED = "*{} earlier fact(s) not listed.*"
+_UNLISTED_LINE = regex.compile(r"\*(\d+) earlier fact\(s\) not listed\.\*\n?")
 
 
 def split_entity(raw: str) -> tuple[str | None, str]:
@@ -212,7 +220,7 @@ def render_page(
             listed += 1
         lines.append("")
     if len(group.facts) > listed:
-        lines += [f"*{len(group.facts) - listed} earlier fact(s) not listed.*", ""]
+        lines += [_UNLISTED.format(len(group.facts) - listed), ""]
     return "\n".join(lines)
 
 
@@ -251,17 +259,33 @@ def _add_current(
         return None
     if not isinstance(meta, dict) or "mergedInto" in meta:
         return None
-    new = [(p, f) for p, f in entries if f"]({link_to(p)})" not in body]
-    if not new:
-        return text
     before, _, rest = body.partition(marker)
     listed, gap, after = rest.partition("\n\n")
     lines = [ln for ln in listed.splitlines() if ln != _NO_CURRENT]
+    earlier, unlisted, tail = _after_current(after)
+    # A fact older than every listed one on a page that leaves some out was listed before
+    # and dropped for newer ones (a confirmation notes it again): it is counted already.
+    oldest = lines[-1][:13] if unlisted and lines else ""
+    new = [
+        (p, f)
+        for p, f in entries
+        if f"]({link_to(p)})" not in body and f"- {f.created.date().isoformat()} " >= oldest
+    ]
+    if not new:
+        return text
     for path, fact in new:
         # Newest first to the day (entries carry no time): before the first of that day.
         day = f"- {fact.created.date().isoformat()} "
         at = next((i for i, ln in enumerate(lines) if ln[: len(day)] <= day), len(lines))
         lines.insert(at, _entry(path, fact, link_to, None))
+    over = len(lines) + len(earlier) - MAX_LISTED
+    if over > 0:
+        # As a whole page lists them: current first, the oldest left out and counted.
+        dropped_earlier = min(over, len(earlier))
+        earlier = earlier[: len(earlier) - dropped_earlier]
+        lines = lines[: len(lines) - (over - dropped_earlier)]
+        after = _after_text(earlier, unlisted + over, tail)
+        gap = "\n\n"
     meta["facts"] = int(meta.get("facts", 0)) + len(new)
     meta["activeFacts"] = int(meta.get("activeFacts", 0)) + len(new)
     meta["aliases"] = sorted({*map(str, meta.get("aliases", [])), *spellings})
@@ -271,6 +295,28 @@ def _add_current(
     meta["firstSeen"], meta["lastSeen"] = min(times), max(times)
     # The current list ends at a blank line, or with the page (then with its line break).
     return _frontmatter(meta) + before + marker + "\n".join(lines) + (gap or "\n") + after
+
+
+def _after_current(after: str) -> tuple[list[str], int, str]:
+    """What follows a page's current list: the entries no longer current, how many facts
+    are not listed, and any text after those (kept as it is)."""
+    earlier: list[str] = []
+    head = f"{EARLIER_HEADING}\n\n"
+    if after.startswith(head):
+        block, _, after = after[len(head) :].partition("\n\n")
+        earlier = block.splitlines()
+    found = _UNLISTED_LINE.match(after)
+    if found is None:
+        return earlier, 0, after
+    return earlier, int(found.group(1)), after[found.end() :]
+
+
+def _after_text(earlier: Sequence[str], unlisted: int, tail: str) -> str:
+    """The inverse of :func:`_after_current`, laid out as :func:`render_page` lays it out."""
+    parts = [f"{EARLIER_HEADING}\n\n" + "\n".join(earlier) + "\n"] if earlier else []
+    if unlisted:
+        parts.append(_UNLISTED.format(unlisted) + "\n")
+    return "\n".join(parts) + tail
 
 
 class EntityPages:
