@@ -130,3 +130,29 @@ def test_boxes_rewritten_or_deleted_are_followed(tmp_path: Path) -> None:
     assert trace.created_at == before.created_at  # when the thread was active stays
     update_traces(TraceConfig(), tmp_path / "none.json", [BoxEdit("box-a", path, (), None)])
     assert not (tmp_path / "none.json").exists()
+
+
+def test_the_file_is_the_whole_state_encoded_at_once_after_every_change(tmp_path: Path) -> None:
+    """save() encodes only the traces that changed and puts the file together: it must be
+    the bytes of encoding the whole state in one go, after weaves, a restart and removals."""
+    from engram_md.core.statefile import save_json
+
+    w = weaver(tmp_path, min_overlap=0.3)
+    reference = tmp_path / "reference.json"
+
+    def same() -> None:
+        w.save()
+        save_json(reference, w.to_json(), fsync=False, compact=True)
+        assert w.path.read_bytes() == reference.read_bytes()
+
+    same()  # no trace yet
+    for i in range(12):
+        topics = ("postgresql", f"t{i % 3}") if i % 2 else ("travel", "ünïcode", f"t{i % 3}")
+        w.weave(tbox(f"b{i}", topics, days=i * 0.5))
+        same()
+    w = weaver(tmp_path, min_overlap=0.3)  # a restart reads the file back
+    w.weave(tbox("late", ("postgresql", "t1"), days=7))
+    same()
+    w.remove_boxes({"box-b0", "box-b1", "box-late"})
+    same()
+    assert json.loads(w.path.read_text(encoding="utf-8"))["version"] == 1

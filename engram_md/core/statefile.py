@@ -26,6 +26,14 @@ def save_json(path: Path, data: Any, *, fsync: bool = True, compact: bool = Fals
     """Write ``data`` atomically, indented for a person to read; ``compact`` (one line) for a
     file that grows and is rewritten often: Python encodes indented JSON in pure Python, and
     one line with its C encoder, 7x faster (a 1.1 MB traces.json: 30 ms against 4.5 ms)."""
-    layout: dict[str, Any] = {"separators": (",", ":")} if compact else {"indent": 2}
-    text = json.dumps(data, sort_keys=True, ensure_ascii=True, default=str, **layout) + "\n"
+    if compact:
+        text = compact_json(data) + "\n"
+    else:
+        text = json.dumps(data, sort_keys=True, ensure_ascii=True, default=str, indent=2) + "\n"
     atomic_write_text(path, text, fsync=fsync)
+
+
+def compact_json(data: Any) -> str:
+    """``data`` as ``save_json(..., compact=True)`` encodes it, without the line break: a
+    file put together from pieces encoded apart reads the same as one encoded whole."""
+    return json.dumps(data, sort_keys=True, ensure_ascii=True, default=str, separators=(",", ":"))
