@@ -562,10 +562,23 @@ _PASSES: tuple[tuple[regex.Pattern[str], Callable[[regex.Match[str]], str | None
 )
 
 
+# Words without which a pass cannot match, looked for first: the two passes that try a
+# match at every word (an owner, then up to two words, then the noun) cost three quarters
+# of the redaction of ordinary prose (206 and 71 of 379 µs on a chat answer of ~600
+# characters), while a search for the word they need is a few µs.
+_NEEDS: dict[regex.Pattern[str], regex.Pattern[str]] = {
+    _PASSWORD_PHRASE: regex.compile(r"pass|pin|pwd|code", _FLAGS | regex.IGNORECASE),
+    _KEYWORD_VALUE: regex.compile(r"key|token|secret|cred", _FLAGS | regex.IGNORECASE),
+}
+
+
 def redact_credentials(text: str) -> tuple[str, int]:
     """Replace credentials with ``[REDACTED:<kind>]``; return the new text and how many."""
     total = 0
     for pattern, decide in _PASSES:
+        needs = _NEEDS.get(pattern)
+        if needs is not None and needs.search(text) is None:
+            continue
         text, n = _substitute(pattern, text, decide)
         total += n
     return text, total
