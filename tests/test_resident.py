@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -81,3 +83,22 @@ def test_times_come_back_as_the_same_utc_instants_with_a_missing_one_kept_missin
     # Every other field comes back in its own place too (rows are built field by field).
     assert [replace(r, vector=None) for r in back] == [replace(r, vector=None) for r in rows]
     assert back[0].created.utcoffset() is not None and back[0].created.utcoffset().seconds == 0
+
+
+@pytest.mark.parametrize("sliced_max", [32, 2])
+@pytest.mark.parametrize("asked", [[3], [7, 0, 12, 7], list(range(14))[::-1]])
+def test_rows_of_a_chunked_table_are_those_of_the_whole(
+    asked: list[int], sliced_max: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes append chunks; a few rows are then cut out one by one, more are taken: both
+    give exactly the rows of the same table in one chunk."""
+    monkeypatch.setattr(resident, "_SLICED_MAX", sliced_max)
+    split, whole = _resident(4), _resident(14)
+    for i in range(4, 14):  # ten single-row writes: eleven chunks
+        row = index_row(f"r{i}", f"statement number {i}")
+        vector = (np.eye(14, DIM, dtype=np.float32) + 0.01)[i : i + 1]
+        split.append(rows_to_arrow([row], vector, row_schema(DIM, "test")), vector)
+    assert split.columns.column("id").num_chunks > 1
+    got, expected = split.rows(asked), whole.rows(asked)
+    assert [replace(r, vector=None) for r in got] == [replace(r, vector=None) for r in expected]
+    assert all(np.array_equal(a.vector, b.vector) for a, b in zip(got, expected, strict=True))
