@@ -18,10 +18,10 @@ import regex
 from .rows import TEXT_COLUMNS, Hit, IndexRow, copy_vectors, rows_from_arrow
 from .textindex import TextIndex
 
+_SLICED_MAX = 32  # rows taken one by one from a chunked table (see Resident._take)
 # Row values kept built between queries: ~3 KB each with its vector, so ~25 MB. A read of
 # more rows than this (a reconcile asking for every row) is built for the caller and not
 # kept: keeping it held 290 MB of a 100k-memory daemon for good (bench/scale_bench.py).
-_SLICED_MAX = 32  # rows taken one by one from a chunked table (see Resident._take)
 _ROW_CACHE_MAX = 8_192
 
 
