@@ -128,10 +128,12 @@ def test_a_fact_said_again_and_again_keeps_its_first_and_latest_turns(engine_for
     # A replay of the latest batch (after a crash) is still recognised and changes nothing.
     before = path.read_bytes()
     for i in range(96, 101):
-        engine.pipeline._store(
-            CandidateFact(
-                Category.PREFERENCE, "I prefer tea over coffee.", 0.95, (f"t{i}",), "s1", T0
-            )
+        engine.pipeline._store_all(
+            [
+                CandidateFact(
+                    Category.PREFERENCE, "I prefer tea over coffee.", 0.95, (f"t{i}",), "s1", T0
+                )
+            ]
         )
     assert path.read_bytes() == before
 
@@ -157,8 +159,8 @@ def test_reprocessing_the_same_turns_changes_nothing(engine_for) -> None:  # typ
     (path,) = facts(engine)
     before = path.read_bytes()
     # The same candidate again from the same turn (a batch redone after a crash).
-    engine.pipeline._store(
-        CandidateFact(Category.PREFERENCE, "I always use tabs.", 0.95, ("t1",), "s1", T0)
+    engine.pipeline._store_all(
+        [CandidateFact(Category.PREFERENCE, "I always use tabs.", 0.95, ("t1",), "s1", T0)]
     )
     assert path.read_bytes() == before
 
@@ -214,3 +216,32 @@ def test_secrets_never_reach_the_journal_or_the_folder(engine_for) -> None:  # t
     folder = "".join(p.read_text() for p in facts(engine))
     assert secret not in journal and secret not in folder
     assert "[REDACTED" in folder
+
+
+def test_a_batch_embeds_its_new_statements_in_one_model_run(tmp_path: Path) -> None:
+    """The near-duplicate check of each new statement finds its vector cached: the model
+    saw the batch's statements together, once each, not one run per statement."""
+    from engram_md.text.embeddings import CachedEmbedder
+
+    from .conftest import HashEmbedder
+
+    model = HashEmbedder()
+    cfg = load_config(
+        None,
+        env={},
+        overrides={"memory_dir": tmp_path / "memory", "state_dir": tmp_path / "state"},
+    )
+    embedder = CachedEmbedder(model, tmp_path / "state" / "embeddings")
+    engine = open_engine(cfg, extractor=ScriptedExtractor(), embedder=embedder)
+    try:
+        # No strong signal among them, so the flush extracts them as one batch.
+        said = ["The garden shed is green.", "Tuesday was rainy.", "The bus was late again."]
+        for i, text in enumerate(said, 1):
+            engine.pipeline.receive(turn(i, text))
+        engine.pipeline.flush()
+        assert len(facts(engine)) == 3
+        written = [read_fact(p).content for p in facts(engine)]
+        assert sorted(written) in [sorted(call) for call in model.calls]  # one run for all
+        assert all(model.embedded.count(text) == 1 for text in written)
+    finally:
+        engine.close()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -220,6 +220,11 @@ class Indexer:
             self._centroid.publish()
 
     # ------------------------------------------------------------ questions
+    def embed_ahead(self, statements: Sequence[str]) -> None:
+        """Embed statements about to be checked by :meth:`near_duplicate`, in one model run."""
+        if self.cfg.dedup.near_duplicate and statements:
+            self.index.embed_ahead(statements)
+
     def near_duplicate(self, fact: Fact) -> tuple[Path, Fact] | None:
         """An active stored fact that says the same thing in other words, if any.
 

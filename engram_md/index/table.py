@@ -58,7 +58,7 @@ import pyarrow.compute as pc
 
 from ..core.crashpoints import crashpoint
 from ..core.errors import EngramError, IndexError_
-from ..text.embeddings import Embedder, l2_normalize
+from ..text.embeddings import CachedEmbedder, Embedder, l2_normalize
 from .lance import (
     TABLE_NAME,
     connect,
@@ -428,6 +428,12 @@ class MemoryIndex:
                 resident.text_search(query, k, self._mask(resident, where) if where else None)
                 for where in wheres
             ]
+
+    def embed_ahead(self, texts: Sequence[str]) -> None:
+        """Embed ``texts`` now, in one model run, for :meth:`nearest` and :meth:`upsert` to
+        find them in the embedder's cache (an embedder without one would only do it twice)."""
+        if isinstance(self._embedder, CachedEmbedder):
+            self._embedder.embed(list(texts))
 
     def nearest(self, text: str, k: int = 5, *, where: str | None = None) -> list[Hit]:
         """Embed ``text`` and return its ``k`` nearest rows (near-duplicate checks, recall)."""

@@ -55,6 +55,8 @@ MAX_BATCH_TURNS = 40
 class Indexer(Protocol):
     """What the pipeline needs from the search index (near-dup check + upsert)."""
 
+    def embed_ahead(self, statements: Sequence[str]) -> None: ...
+
     def near_duplicate(self, fact: Fact) -> tuple[Path, Fact] | None: ...
 
     def upsert_fact(self, path: Path, fact: Fact, *, new: bool) -> None: ...
@@ -189,8 +191,7 @@ class Pipeline:
             log.warning("extraction failed for a statement to keep (%s); kept as said", exc)
             found = []
         notes = [c for c in found if c.memory_kind is not MemoryKind.EPISODE]
-        for candidate in notes or [note(clean, name)]:
-            self._store(candidate)
+        self._store_all(notes or [note(clean, name)])
         batch = Batch(clean.session, (clean,), Trigger.HIGH)
         self._done(batch)
         self._note_extraction(batch, len(notes) or 1)
@@ -277,8 +278,7 @@ class Pipeline:
                 turns=[t.id for t in batch.turns],
                 session=batch.session,
             )
-        for candidate in candidates:
-            self._store(candidate)
+        self._store_all(candidates)
         self._done(batch)
         self._note_extraction(batch, len(candidates))
         if self.on_extraction is not None:
@@ -320,8 +320,16 @@ class Pipeline:
         save_json(self._speakers_path, self.speakers.to_dict(), fsync=False)
 
     # ------------------------------------------------------------ normalize + dedup + write
-    def _store(self, candidate: CandidateFact) -> None:
-        fact = to_fact(candidate)
+    def _store_all(self, candidates: Sequence[CandidateFact]) -> None:
+        facts = [(candidate, to_fact(candidate)) for candidate in candidates]
+        if self.indexer is not None and len(facts) > 1:
+            # The near-duplicate check embeds each new statement: one model run for the
+            # batch's statements instead of one each (the check finds them cached).
+            self.indexer.embed_ahead([fact.content for _, fact in facts if fact is not None])
+        for candidate, fact in facts:
+            self._store(candidate, fact)
+
+    def _store(self, candidate: CandidateFact, fact: Fact | None) -> None:
         if fact is None:
             self.stats.facts_discarded += 1
             self.actions.record(
