@@ -136,13 +136,15 @@ def test_the_file_is_the_whole_state_encoded_at_once_after_every_change(tmp_path
     """save() encodes only the traces that changed and puts the file together: it must be
     the bytes of encoding the whole state in one go, after weaves, a restart and removals."""
     from engram_md.core.statefile import save_json
+    from engram_md.organize.traces import trace_to_json
 
     w = weaver(tmp_path, min_overlap=0.3)
     reference = tmp_path / "reference.json"
 
     def same() -> None:
         w.save()
-        save_json(reference, w.to_json(), fsync=False, compact=True)
+        whole = {"version": 1, "traces": {t.id: trace_to_json(t) for t in w.traces()}}
+        save_json(reference, whole, fsync=False, compact=True)
         assert w.path.read_bytes() == reference.read_bytes()
 
     same()  # no trace yet

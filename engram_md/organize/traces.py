@@ -202,17 +202,9 @@ class TraceWeaver:
             )
 
     # ------------------------------------------------------------ state file
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "version": STATE_VERSION,
-            "traces": {
-                trace.id: trace_to_json(trace)
-                for trace in sorted(self._traces.values(), key=lambda t: t.id)
-            },
-        }
-
     def save(self) -> None:
-        """Write the state file: the bytes ``save_json(path, to_json(), compact=True)`` writes.
+        """Write the state file: ``{"traces": {id: trace_to_json(trace)}, "version": 1}`` as
+        ``save_json(..., compact=True)`` writes it.
 
         It is rewritten at every seal and grows with every box, so each box is encoded once
         (a TraceBox is immutable: a changed box is a new one) and the file is put together
