@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from engram_md.recall.query import query_features, respelled
+from engram_md.recall.query import about_text, query_features, respelled
 from engram_md.recall.wire import RecallOptions
 from engram_md.text.embeddings import LocalMiniLM
 
-from .test_recall import moved_to_munich, recaller, said
+from .test_recall import moved_to_munich, recaller, row, said
 
 
 @pytest.mark.parametrize(
@@ -92,3 +92,50 @@ def test_the_speakers_recall_reads_names_against_follow_the_index(
     assert r.index.speakers() == ("Jon",)
     r.index.upsert([replace(said("t2", "Gina: hello"), speaker="Gina")])
     assert r.index.speakers() == ("Gina", "Jon")  # rows written since are read too
+
+
+@pytest.mark.parametrize(
+    ("query", "about"),
+    [
+        ("What does Melanie's family give her?", "What does family give her?"),
+        ("Which city have both Jean and Jon visited?", "Which city have both and visited?"),
+        ("where does dana work", "where does dana work"),  # no name written as one
+        ("Jon?", "Jon?"),  # nothing but a name: the query itself
+        (
+            "What did we decide about PostgreSQL in May 2024?",
+            "What did we decide about in May 2024?",
+        ),
+    ],
+)
+def test_what_a_query_asks_about_its_names(query: str, about: str) -> None:
+    assert about_text(query) == about
+
+
+# Jon's words, one short message each, and the facts drawn from them: each carries his name.
+JON = [
+    ("t1", "i love running my own studio", "Jon loves running his own studio."),
+    ("t2", "i'm sprucing up my biz plan", "Jon is sprucing up his business plan."),
+    ("t3", "u're right i love it", "Jon loves it."),
+    ("t4", "i'll reach my dreams", "Jon will reach his dreams."),
+    ("t5", "lately i've been networking", "Jon has been networking lately."),
+    ("t6", "i met some investors", "Jon met some investors."),
+    ("t7", "took a short trip last week to clear my mind", "Jon took a trip to Rome last week."),
+    ("t8", "ur help matters to me", "Gina's help matters to Jon."),
+]
+
+
+def test_facts_that_share_only_the_name_do_not_outvote_the_answer(
+    tmp_path: Path, minilm: LocalMiniLM
+) -> None:
+    """Every fact about Jon is close to a question naming Jon: the facts vote for their
+    sentences in the order of what the question asks about him, so the one that answers it
+    brings its words first, not those of whichever fact matched the name best."""
+    rows = []
+    for turn, words, fact in JON:
+        rows.append(replace(said(turn, f"Jon: {words}"), speaker="Jon"))
+        rows.append(row(f"f-{turn}", fact, source_turn_ids=(turn,), speaker="Jon"))
+    r = recaller(tmp_path, minilm, rows)
+    asked = RecallOptions(budget_tokens=30, record_access=False)
+    for question in ("Which city has Jon visited?", "Where did Jon travel to?"):
+        found = [m.content for m in r.recall(question, asked).memories]
+        assert found[0] == "Jon: took a short trip last week to clear my mind", question

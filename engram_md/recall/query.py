@@ -83,6 +83,19 @@ def query_features(query: str) -> QueryFeatures:
     )
 
 
+@lru_cache(maxsize=1024)
+def about_text(query: str) -> str:
+    """What ``query`` asks about the names it mentions: the query with them (and a
+    possessive with its name) taken out ("What does Melanie's family give her?" -> "What
+    does family give her?"). The query itself when it names nobody, or nothing but names."""
+    spellings = query_features(query).spellings
+    if not spellings:
+        return query
+    alternatives = "|".join(regex.escape(s) for s in sorted(spellings, key=len, reverse=True))
+    left = " ".join(regex.sub(rf"\b(?:{alternatives})(?:['’]s)?\b", " ", query).split())
+    return left if regex.search(r"\w", left) else query
+
+
 def name_pattern(names: Sequence[str]) -> regex.Pattern[str] | None:
     """One pattern for all of the query's names, compiled once per query."""
     if not names:

@@ -42,6 +42,7 @@ from .fusion import (
 )
 from .neighbors import neighbour_support
 from .query import (
+    about_text,
     date_match,
     name_match,
     name_pattern,
@@ -211,7 +212,10 @@ class Recaller:
                 for c in pool
                 if c.row.status == "active" or said_pool and votes(c.row, asks_time, history)
             ]
-        scored = self._score(query, pool)
+        # The facts vote for sentences in the order of what the query asks about its names
+        # (see _candidates): the same scoring, with each fact's cosine to that.
+        named = about_text(query) != query
+        scored, *voting = self._rankings(query, pool, about=named and bool(said_pool))
         if said_pool:
             # The fact ranking before the graph votes: the graph's reach, measured, lowered
             # the sentences' recall (docs/ARCHITECTURE.md "Recall").
@@ -224,7 +228,14 @@ class Recaller:
             )
             outdated = self._outdated_turns() if sinks else {}
             scored, paths = self._fused(
-                query, qvec, scored, said_pool, lexical_ids, dense_ids, outdated
+                query,
+                qvec,
+                scored,
+                voting[0] if voting else scored,
+                said_pool,
+                lexical_ids,
+                dense_ids,
+                outdated,
             )
         else:
             scored, paths = self._expand(query, pool, scored, qvec, inactive_ok or explain)
@@ -282,7 +293,19 @@ class Recaller:
         # in well under a millisecond, so it runs here: handing it to a thread to overlap the
         # embedding cost more than it hid (p50 9.3 against 11.2 ms on a dev folder).
         fact_hits, said_hits = self.index.text_search_each(query, k, [where, SAID])
-        qvec = self.embedder.embed([query])[0]
+        # A fact carries its holder's name ("Jon loves running his studio"), so a question
+        # naming Jon is close in meaning to every fact about Jon, whatever it asks: the
+        # ranking the facts vote for sentences in filled with facts that shared only the
+        # name. So each fact is also measured against what the question asks about the
+        # names it mentions (about_text), the order the votes follow; the name lift still
+        # counts who. Cross-checked on the dev pair and its two chat rewrites
+        # (docs/ARCHITECTURE.md "Recall"); one more text in the model run (~2 ms) for a
+        # question that names someone.
+        about = about_text(query)
+        if about != query:
+            qvec, avec = self.embedder.embed([query, about])
+        else:
+            qvec = avec = self.embedder.embed([query])[0]
         pool: dict[str, _Pooled] = {}
         for hit in self.index.vector_search(qvec, k, where=where, exact=False):
             pool[hit.row.id] = _Pooled(hit.row, hit.score, 0.0, ["vector"])
@@ -293,6 +316,8 @@ class Recaller:
             else:
                 found.bm25 = hit.score
                 found.channels.append("text")
+        for c in pool.values():
+            c.about = c.cosine if avec is qvec else _cosine(c.row, avec)
         return list(pool.values()), qvec, said_hits
 
     def _fused(
@@ -300,6 +325,7 @@ class Recaller:
         query: str,
         qvec: np.ndarray,
         scored: list[tuple[IndexRow, ScoreParts, list[str]]],
+        voting: list[tuple[IndexRow, ScoreParts, list[str]]],
         said_pool: Sequence[SaidCandidate],
         lexical: Sequence[str],
         dense: Sequence[str],
@@ -312,7 +338,7 @@ class Recaller:
         # The facts that vote for the sentences they were drawn from: the active ones, and
         # those no longer true whose words stay true as history (see votes()).
         asks_time, history = query_features(query).asks_time, w.fusion.history_vote > 0.0
-        facts = [row for row, _, _ in scored if votes(row, asks_time, history)]
+        facts = [row for row, _, _ in voting if votes(row, asks_time, history)]
         fused = fuse(self.index, said_pool, lexical, dense, facts, names, outdated, w.fusion)
         by_fact = {row.id: (parts, channels) for row, parts, channels in scored}
         said = {c.row.id: c for c in said_pool}
@@ -405,35 +431,31 @@ class Recaller:
     def _score(
         self, query: str, pool: list[_Pooled]
     ) -> list[tuple[IndexRow, ScoreParts, list[str]]]:
+        """The pool scored and ranked, best first."""
+        return self._rankings(query, pool, about=False)[0]
+
+    def _rankings(
+        self, query: str, pool: list[_Pooled], *, about: bool
+    ) -> list[list[tuple[IndexRow, ScoreParts, list[str]]]]:
+        """The pool scored and ranked, best first; with ``about``, a second ranking by each
+        candidate's cosine to what the query asks about its names (see _candidates). What
+        does not depend on the cosine is worked out once for both."""
         w = self.weights
         features = query_features(query)
         pattern = name_pattern(features.names)
         best_bm25 = max((c.bm25 for c in pool), default=0.0) or 1.0
-        # Relevance before neighbours: fused channels, lifted by the query's names and dates.
-        base: list[float] = []
-        matches: list[tuple[float, float, float]] = []
-        for c in pool:
-            fts_rel = c.bm25 / best_bm25
-            names = name_match(c.row, features.names, pattern)
-            dates = date_match(c.row, features.ranges)
-            fused = w.cosine_share * max(0.0, c.cosine) + (1 - w.cosine_share) * fts_rel
-            base.append(fused * (1 + w.name_lift * names) * (1 + w.date_lift * dates))
-            matches.append((fts_rel, names, dates))
-        support = neighbour_support(
-            [(c.row.session, c.row.created) for c in pool],
-            base,
-            strong=w.neighbour_hits if w.neighbour_share else 0,
-            window=timedelta(minutes=w.neighbour_window_minutes),
-        )
         usage = self.access.usage()
         now = max((c.row.created for c in pool), default=datetime.now(UTC))
-        out = []
-        for c, rel, (fts_rel, names, dates), nb in zip(pool, base, matches, support, strict=True):
+        # Relevance before neighbours: fused channels, lifted by the query's names and dates.
+        lifts: list[float] = []
+        fixed: list[tuple[float, ...]] = []
+        for c in pool:
             row = c.row
+            names = name_match(row, features.names, pattern)
+            dates = date_match(row, features.ranges)
+            lifts.append((1 + w.name_lift * names) * (1 + w.date_lift * dates))
             standing = usage.standings.get(row.id, UNRATED)
             state = standing.lifecycle or LifecycleState.CANDIDATE
-            lifecycle = w.lifecycle.get(state.value, 1.0)
-            relevance = (rel + w.neighbour_share * nb) * lifecycle
             # Recalls since the last consolidation lift importance (seed 000's boost); every
             # recall, folded in or not, counts for the access bonus.
             recent = usage.recent.get(row.id, 0)
@@ -443,17 +465,37 @@ class Recaller:
             kind_key = "procedural" if row.category in PROCEDURAL else row.memory_kind
             kind = w.kind_bias.get(kind_key, 0.0)
             tier = w.tier_bias.get(_tier(row.confidence), 0.0)
+            lifecycle = w.lifecycle.get(state.value, 1.0)
             recency = _recency(now, row, w)
-            weight = importance + rep + acc + kind + tier
-            raw = relevance * (1 + w.weight_factor * weight + w.recency_factor * recency)
-            score = 2 / (1 + math.exp(-2 * raw)) - 1
-            parts = ScoreParts(
-                c.cosine, fts_rel, names, dates, nb, relevance, lifecycle, importance, rep, acc,
-                kind, tier, recency, weight, raw, score, 0.0, score,
-            )  # fmt: skip
-            out.append((row, parts, c.channels))
-        out.sort(key=lambda item: (-item[1].score, item[0].id))
-        return out
+            fts_rel = c.bm25 / best_bm25
+            fixed.append(
+                (fts_rel, names, dates, lifecycle, importance, rep, acc, kind, tier, recency)
+            )
+        places = [(c.row.session, c.row.created) for c in pool]
+        strong = w.neighbour_hits if w.neighbour_share else 0
+        window = timedelta(minutes=w.neighbour_window_minutes)
+        rankings = []
+        for cosines in [[c.cosine for c in pool]] + ([[c.about for c in pool]] if about else []):
+            base = [
+                (w.cosine_share * max(0.0, cosine) + (1 - w.cosine_share) * f[0]) * lift
+                for cosine, f, lift in zip(cosines, fixed, lifts, strict=True)
+            ]
+            support = neighbour_support(places, base, strong=strong, window=window)
+            out = []
+            for c, cosine, rel, f, nb in zip(pool, cosines, base, fixed, support, strict=True):
+                fts_rel, names, dates, lifecycle, importance, rep, acc, kind, tier, recency = f
+                relevance = (rel + w.neighbour_share * nb) * lifecycle
+                weight = importance + rep + acc + kind + tier
+                raw = relevance * (1 + w.weight_factor * weight + w.recency_factor * recency)
+                score = 2 / (1 + math.exp(-2 * raw)) - 1
+                parts = ScoreParts(
+                    cosine, fts_rel, names, dates, nb, relevance, lifecycle, importance, rep,
+                    acc, kind, tier, recency, weight, raw, score, 0.0, score,
+                )  # fmt: skip
+                out.append((c.row, parts, c.channels))
+            out.sort(key=lambda item: (-item[1].score, item[0].id))
+            rankings.append(out)
+        return rankings
 
     def _outdated_turns(self) -> dict[tuple[str, str], list[frozenset[str]]]:
         """The words of each superseded or invalidated fact, by the (session, turn) pairs it
@@ -597,6 +639,7 @@ class _Pooled:
     cosine: float
     bm25: float
     channels: list[str]
+    about: float = 0.0  # cosine to what the query asks about its names (set once gathered)
 
 
 def _best_lexical(scored: Sequence[tuple[IndexRow, ScoreParts, list[str]]], count: int) -> set[str]:
