@@ -342,6 +342,12 @@ class Engine:
     indexer: Indexer | None
     structure: Structure | None = None
 
+    def catch_up(self) -> None:
+        """The end of a one-shot read: the consolidation its burst deferred, if one is due
+        (:meth:`DaemonConsolidation.catch_up`)."""
+        if isinstance(self.pipeline.on_extraction, DaemonConsolidation):
+            self.pipeline.on_extraction.catch_up()
+
     def close(self) -> None:
         try:
             self.pipeline.close()

@@ -36,7 +36,7 @@ from engram_md.store.dedup import HashIndex
 from engram_md.store.fact_store import MemoryStore
 from engram_md.store.factfile import read_fact, render_fact
 
-from .conftest import HashEmbedder
+from .conftest import Cli, HashEmbedder
 from .consolidate_folder import NOW, Planted, make_fact, plant, write
 
 DAY = timedelta(days=1)
@@ -330,6 +330,60 @@ def test_daemon_hook_waits_out_the_interval_in_a_burst(cfg: Config) -> None:
     clock[0] = NOW + timedelta(minutes=10)
     hook()
     assert hook.runs == 2
+
+
+def test_the_end_of_a_one_shot_read_catches_up_the_deferred_run(cfg: Config) -> None:
+    """A burst ran one consolidation early and the interval held back the rest: at the end
+    of the read, the run is caught up, the interval waived."""
+    cfg = _every(cfg, 2, 10)
+    layout, store, planted = _planted(cfg)
+    hook = DaemonConsolidation(cfg, layout, store, None, clock=lambda: NOW, steps=())
+    save_json(layout.run_state_path, {"extractions": 2})
+    hook()
+    assert hook.runs == 1
+    save_json(layout.run_state_path, {"extractions": 9})
+    hook()
+    assert hook.runs == 1  # due by count, but within the interval
+    hook.catch_up()
+    assert hook.runs == 2  # the burst is over: the interval is waived
+    hook.catch_up()
+    assert hook.runs == 2  # nothing extracted since
+    save_json(layout.run_state_path, {"extractions": 10})
+    hook.catch_up()
+    assert hook.runs == 3  # one extraction, but this read ran one: its facts are rated alike
+
+    # A read too short to reach the count leaves its facts to the next run, all alike.
+    fresh = DaemonConsolidation(cfg, layout, store, None, clock=lambda: NOW, steps=())
+    save_json(layout.run_state_path, {"extractions": 11})
+    fresh.catch_up()
+    assert fresh.runs == 0
+
+
+def test_ingest_consolidates_what_its_burst_deferred(tmp_path: Path) -> None:
+    """`ingest` over a transcript long enough for two scheduled runs, read faster than the
+    interval: every fact is rated at the end, not only those of the first run."""
+    root = tmp_path / "folder"
+    root.mkdir()
+    things = ["piano", "kayak", "violin", "telescope", "bonsai", "guitar", "drone", "canoe"]
+    turns = [
+        {"role": "user", "name": "Sam", "id": f"t{i}", "session": "s1",
+         "timestamp": f"2026-03-02T09:00:{i:02d}Z",
+         "content": f"Please remember that my {thing} number {i} is kept in room {100 + i}."}
+        for i, thing in enumerate(things * 3)
+    ]  # fmt: skip
+    source = tmp_path / "talk.jsonl"
+    source.write_text("".join(json.dumps(t) + "\n" for t in turns))
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "buffer:\n  max_turns: 2\nconsolidate:\n  every_extractions: 4\n"
+        "  min_interval_minutes: 60\n"
+    )
+    done = Cli(root)("--config", str(config), "ingest", str(source))
+    assert done.returncode == 0, done.stderr.decode()
+    facts = {p.stem.rsplit("-", 1)[-1] for p in (root / "memory" / "facts").rglob("*.md")}
+    assert len(facts) == len(turns)  # twelve extractions: the schedule deferred a run
+    rated = [json.loads(line)["id"] for line in (root / "state" / "access.jsonl").open()]
+    assert {r.rsplit("-", 1)[-1] for r in rated} >= facts
 
 
 def test_pause_hook_parsing() -> None:

@@ -59,7 +59,8 @@ def run(
 def ingest(
     files: Annotated[list[Path], typer.Argument(help="Transcript files to read once.")],
 ) -> None:
-    """Run the pipeline once over transcript files, flushing at the end."""
+    """Run the pipeline once over transcript files, flushing (and consolidating, when the
+    daemon's schedule is due) at the end."""
     set_up_long_work()  # before the native thread pools start (see allocator.py)
     from ..app import open_engine  # start-up cost: see the top of this module
 
@@ -71,6 +72,7 @@ def ingest(
         for path in files:
             engine.runner.ingest_file(path)
         engine.pipeline.flush()
+        engine.catch_up()
     except EngramError as exc:
         raise fail(exc) from None
     finally:

@@ -64,13 +64,19 @@ class DaemonConsolidation:
         self._last_extractions: int | None = None
         self._last_at: datetime | None = None
 
-    def due(self) -> bool:
+    def due(self, *, ending: bool = False) -> bool:
+        """Whether to run now: after enough extractions, once the interval has passed; with
+        ``ending`` (see :meth:`catch_up`), the interval waived, and after any extraction at
+        all once this process ran one."""
         settings = self.cfg.consolidate
         if settings.every_extractions <= 0:
             return False
         if self._last_extractions is None:
             self._last_extractions = RunState.load(self.layout).extractions
-        if extraction_count(self.layout) - self._last_extractions < settings.every_extractions:
+        since = extraction_count(self.layout) - self._last_extractions
+        if ending:
+            return since >= settings.every_extractions or (self.runs > 0 and since > 0)
+        if since < settings.every_extractions:
             return False
         interval = timedelta(minutes=settings.min_interval_minutes)
         return self._last_at is None or self.clock() - self._last_at >= interval
@@ -80,7 +86,21 @@ class DaemonConsolidation:
         self._last_at = self.clock()
 
     def __call__(self) -> None:
-        if not self.due():
+        self._run_if(self.due())
+
+    def catch_up(self) -> None:
+        """At the end of a one-shot read (``ingest``): consolidate what the read left
+        unconsolidated, if enough extractions are due or this read already ran one. The
+        interval keeps a burst from consolidating a changing folder over and over; once the
+        burst is over, it would only leave part of what the burst wrote unconsolidated: a
+        transcript read in two minutes was consolidated after its first 50 extractions and
+        never again, so those facts alone were rated (by the wall clock: stale, a lower
+        recall factor) while the later ones were not. A read too short to reach the count
+        leaves its facts to the next run, all alike."""
+        self._run_if(self.due(ending=True))
+
+    def _run_if(self, due: bool) -> None:
+        if not due:
             return
         try:
             self._run()
