@@ -294,13 +294,12 @@ class Recaller:
         # embedding cost more than it hid (p50 9.3 against 11.2 ms on a dev folder).
         fact_hits, said_hits = self.index.text_search_each(query, k, [where, SAID])
         # A fact carries its holder's name ("Jon loves running his studio"), so a question
-        # naming Jon is close in meaning to every fact about Jon, whatever it asks: the
-        # ranking the facts vote for sentences in filled with facts that shared only the
-        # name. So each fact is also measured against what the question asks about the
-        # names it mentions (about_text), the order the votes follow; the name lift still
-        # counts who. Cross-checked on the dev pair and its two chat rewrites
-        # (docs/ARCHITECTURE.md "Recall"); one more text in the model run (~2 ms) for a
-        # question that names someone.
+        # naming Jon is close in meaning to every fact about Jon, whatever it asks, and the
+        # facts that voted for sentences first were those that shared the name best. So each
+        # fact is also measured against what the question asks about the names it mentions
+        # (about_text): the votes follow that order, and the name lift still counts who.
+        # Cross-checked on the dev pair and its two chat rewrites (docs/ARCHITECTURE.md
+        # "Recall"); one more text in the model run (~2 ms) for a question naming someone.
         about = about_text(query)
         if about != query:
             qvec, avec = self.embedder.embed([query, about])
