@@ -3,12 +3,15 @@ time question changes in recall: the words of outdated statements come back for 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from engram_md.recall.query import about_text, query_features, respelled
+from engram_md.recall.recaller import Recaller
 from engram_md.recall.wire import RecallOptions
 from engram_md.text.embeddings import LocalMiniLM
 
@@ -139,3 +142,37 @@ def test_facts_that_share_only_the_name_do_not_outvote_the_answer(
     for question in ("Which city has Jon visited?", "Where did Jon travel to?"):
         found = [m.content for m in r.recall(question, asked).memories]
         assert found[0] == "Jon: took a short trip last week to clear my mind", question
+
+
+class _Counting:
+    """The model, counting the texts each recall embeds."""
+
+    def __init__(self, model: LocalMiniLM) -> None:
+        self.model, self.model_id, self.texts = model, model.model_id, 0
+
+    @property
+    def dim(self) -> int:
+        return self.model.dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts += len(texts)
+        return self.model.embed(texts)
+
+
+@pytest.mark.parametrize(("with_sentences", "texts"), [(True, 2), (False, 1)])
+def test_what_a_query_asks_about_its_names_is_embedded_only_for_the_votes(
+    tmp_path: Path, minilm: LocalMiniLM, with_sentences: bool, texts: int
+) -> None:
+    """The second text serves the facts' votes for sentences: a folder without sentences
+    (facts only, an older folder, ``said.enabled: false``) embeds the question alone."""
+    rows = [row(f"f-{turn}", fact, source_turn_ids=(turn,), speaker="Jon") for turn, _, fact in JON]
+    if with_sentences:
+        rows += [replace(said(turn, f"Jon: {words}"), speaker="Jon") for turn, words, _ in JON]
+    base = recaller(tmp_path, minilm, rows)
+    counting = _Counting(minilm)
+    r = Recaller(base.index, counting, base.access, base.cfg)
+    r.recall("Which city has Jon visited?", RecallOptions(record_access=False))
+    assert counting.texts == texts
+    counting.texts = 0
+    r.recall("which city was visited?", RecallOptions(record_access=False))
+    assert counting.texts == 1  # names nobody: one text either way

@@ -463,6 +463,12 @@ class MemoryIndex:
             allowed = self._mask(resident, where) if where else resident.alive[: resident.n]
             return resident.vectors[: resident.n][allowed].copy()
 
+    def holds(self, where: str) -> bool:
+        """Whether any live row satisfies ``where`` (a mask the filter's searches keep)."""
+        with self._lock:
+            resident = self._current()
+            return bool(self._mask(resident, where).any())
+
     def count(self) -> int:
         with self._lock:
             if self._resident is None:

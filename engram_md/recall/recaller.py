@@ -214,8 +214,8 @@ class Recaller:
             ]
         # The facts vote for sentences in the order of what the query asks about its names
         # (see _candidates): the same scoring, with each fact's cosine to that.
-        named = about_text(query) != query
-        scored, *voting = self._rankings(query, pool, about=named and bool(said_pool))
+        named = about_text(query) != query and bool(said_pool)
+        scored, *voting = self._rankings(query, pool, about=named)
         if said_pool:
             # The fact ranking before the graph votes: the graph's reach, measured, lowered
             # the sentences' recall (docs/ARCHITECTURE.md "Recall").
@@ -299,8 +299,9 @@ class Recaller:
         # fact is also measured against what the question asks about the names it mentions
         # (about_text): the votes follow that order, and the name lift still counts who.
         # Cross-checked on the dev pair and its two chat rewrites (docs/ARCHITECTURE.md
-        # "Recall"); one more text in the model run (~2 ms) for a question naming someone.
-        about = about_text(query)
+        # "Recall"); one more text in the model run (~2 ms) for a question naming someone,
+        # only where there are sentences to vote for.
+        about = about_text(query) if self.index.holds(SAID) else query
         if about != query:
             qvec, avec = self.embedder.embed([query, about])
         else:
