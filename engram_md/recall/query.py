@@ -84,11 +84,15 @@ def query_features(query: str) -> QueryFeatures:
 
 
 @lru_cache(maxsize=1024)
-def about_text(query: str) -> str:
-    """What ``query`` asks about the names it mentions: the query with them (and a
+def about_text(query: str, speakers: Sequence[str]) -> str:
+    """What ``query`` asks about the speakers it names: the query with their names (and a
     possessive with its name) taken out ("What does Melanie's family give her?" -> "What
-    does family give her?"). The query itself when it names nobody, or nothing but names."""
-    spellings = query_features(query).spellings
+    does family give her?"). Only speakers' names: they are the ones every fact of theirs
+    carries, and a capitalized word that names no speaker may be what is asked about
+    ("Postgres settings for staging?"). The query itself when it names no speaker, or
+    nothing but names."""
+    known = {s.casefold() for s in speakers}
+    spellings = [s for s in query_features(query).spellings if s.casefold() in known]
     if not spellings:
         return query
     alternatives = "|".join(regex.escape(s) for s in sorted(spellings, key=len, reverse=True))

@@ -195,12 +195,16 @@ class Recaller:
         if not asked:
             return RecallResult(asked, (), 0, budget)
         # Only a query that names someone is read against the speakers (most name nobody).
-        query = respelled(asked, self.index.speakers()) if query_features(asked).names else asked
+        speakers = self.index.speakers()
+        query = respelled(asked, speakers) if query_features(asked).names else asked
+        # What the query asks about its speakers' names, for the facts' votes (_candidates):
+        # only where there are sentences to vote for.
+        about = about_text(query, speakers) if self.index.holds(SAID) else query
         # explain looks at inactive memories too, to say why they were left out; history
         # (below) needs the facts that are no longer true.
         history = self.weights.fusion.history_vote > 0.0
         where = FACTS if (inactive_ok or explain or history) else ACTIVE
-        pool, qvec, said_hits = self._candidates(query, where)
+        pool, qvec, said_hits = self._candidates(query, about, where)
         lexical = [(hit.row, hit.score) for hit in said_hits]
         said_pool, lexical_ids, dense_ids = said_candidates(
             self.index, lexical, qvec, self.weights.fusion.depth
@@ -214,8 +218,7 @@ class Recaller:
             ]
         # The facts vote for sentences in the order of what the query asks about its names
         # (see _candidates): the same scoring, with each fact's cosine to that.
-        named = about_text(query) != query and bool(said_pool)
-        scored, *voting = self._rankings(query, pool, about=named)
+        scored, *voting = self._rankings(query, pool, about=about != query and bool(said_pool))
         if said_pool:
             # The fact ranking before the graph votes: the graph's reach, measured, lowered
             # the sentences' recall (docs/ARCHITECTURE.md "Recall").
@@ -284,7 +287,7 @@ class Recaller:
 
     # ------------------------------------------------------------ stages
     def _candidates(
-        self, query: str, where: str | None
+        self, query: str, about: str, where: str | None
     ) -> tuple[list[_Pooled], np.ndarray, list[Hit]]:
         """Both channels' fact candidates, once each: cosine for all, BM25 where the text
         matched; and the sentences of what was said that the same full-text query found."""
@@ -296,12 +299,10 @@ class Recaller:
         # A fact carries its holder's name ("Jon loves running his studio"), so a question
         # naming Jon is close in meaning to every fact about Jon, whatever it asks, and the
         # facts that voted for sentences first were those that shared the name best. So each
-        # fact is also measured against what the question asks about the names it mentions
-        # (about_text): the votes follow that order, and the name lift still counts who.
-        # Cross-checked on the dev pair and its two chat rewrites (docs/ARCHITECTURE.md
-        # "Recall"); one more text in the model run (~2 ms) for a question naming someone,
-        # only where there are sentences to vote for.
-        about = about_text(query) if self.index.holds(SAID) else query
+        # fact is also measured against ``about``, what the question asks about the speakers
+        # it names (about_text): the votes follow that order, and the name lift still counts
+        # who. Cross-checked on the dev pair and its two chat rewrites (docs/ARCHITECTURE.md
+        # "Recall"); one more text in the model run (~2 ms) for a question naming someone.
         if about != query:
             qvec, avec = self.embedder.embed([query, about])
         else:
