@@ -195,11 +195,11 @@ class Recaller:
         if not asked:
             return RecallResult(asked, (), 0, budget)
         # Only a query that names someone is read against the speakers (most name nobody).
-        speakers = self.index.speakers()
-        query = respelled(asked, speakers) if query_features(asked).names else asked
+        speakers = self.index.speakers() if query_features(asked).names else ()
+        query = respelled(asked, speakers) if speakers else asked
         # What the query asks about its speakers' names, for the facts' votes (_candidates):
         # only where there are sentences to vote for.
-        about = about_text(query, speakers) if self.index.holds(SAID) else query
+        about = about_text(query, speakers) if speakers and self.index.holds(SAID) else query
         # explain looks at inactive memories too, to say why they were left out; history
         # (below) needs the facts that are no longer true.
         history = self.weights.fusion.history_vote > 0.0
