@@ -341,12 +341,13 @@ class Engine:
     usage: Usage
     indexer: Indexer | None
     structure: Structure | None = None
+    consolidation: DaemonConsolidation | None = None  # the schedule, when it is on
 
     def catch_up(self) -> None:
         """The end of a one-shot read: the consolidation its burst deferred, if one is due
         (:meth:`DaemonConsolidation.catch_up`)."""
-        if isinstance(self.pipeline.on_extraction, DaemonConsolidation):
-            self.pipeline.on_extraction.catch_up()
+        if self.consolidation is not None:
+            self.consolidation.catch_up()
 
     def close(self) -> None:
         try:
@@ -419,11 +420,13 @@ def open_engine(
             sleep=time.sleep,
             release_memory=PeriodicRelease(RELEASE_MEMORY_SECONDS),
         )
+        consolidation = None
         if cfg.consolidate.every_extractions > 0:
             graph = structure.graph if structure is not None else None
-            pipeline.on_extraction = DaemonConsolidation(
+            consolidation = DaemonConsolidation(
                 cfg, layout, store, indexer, judge=open_judge(cfg, parts.usage), graph=graph
             )
+            pipeline.on_extraction = consolidation
         pipeline.start()
         runner = Runner(pipeline, CursorStore(layout.cursors_path))
         return Engine(
@@ -436,6 +439,7 @@ def open_engine(
             parts.usage,
             indexer,
             structure=structure,
+            consolidation=consolidation,
         )
     except BaseException:
         parts.lock.release()

@@ -268,17 +268,13 @@ def _add_current(
     earlier, unlisted, tail = _after_current(after)
     # A fact older than every listed one on a page that leaves some out was listed before
     # and dropped for newer ones (a confirmation notes it again): it is counted already.
-    oldest = lines[-1][:13] if unlisted and lines else ""
-    new = [
-        (p, f)
-        for p, f in entries
-        if f"]({link_to(p)})" not in body and f"- {f.created.date().isoformat()} " >= oldest
-    ]
+    oldest = lines[-1][:_DAY_LEN] if unlisted and lines else ""
+    new = [(p, f) for p, f in entries if f"]({link_to(p)})" not in body and _day_of(f) >= oldest]
     if not new:
         return text
     for path, fact in new:
         # Newest first to the day (entries carry no time): before the first of that day.
-        day = f"- {fact.created.date().isoformat()} "
+        day = _day_of(fact)
         at = next((i for i, ln in enumerate(lines) if ln[: len(day)] <= day), len(lines))
         lines.insert(at, _entry(path, fact, link_to, None))
     over = len(lines) + len(earlier) - MAX_LISTED
@@ -298,6 +294,14 @@ def _add_current(
     meta["firstSeen"], meta["lastSeen"] = min(times), max(times)
     # The current list ends at a blank line, or with the page (then with its line break).
     return _frontmatter(meta) + before + marker + "\n".join(lines) + (gap or "\n") + after
+
+
+def _day_of(fact: Fact) -> str:
+    """How a fact's entry begins, "- YYYY-MM-DD ": entries compare by day on it."""
+    return f"- {fact.created.date().isoformat()} "
+
+
+_DAY_LEN = len("- 2000-01-01 ")  # of what _day_of returns
 
 
 def _after_current(after: str) -> tuple[list[str], int, str]:
