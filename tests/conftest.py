@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -160,6 +163,25 @@ class HashEmbedder:
     @property
     def embedded(self) -> list[str]:
         return [t for call in self.calls for t in call]
+
+
+@contextmanager
+def following_daemon(cli: Cli, workdir: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """`engram-md run` following ``cli``'s folder (watching an empty folder, no stdin), once
+    it has started; stopped with SIGTERM afterwards, which it must survive cleanly."""
+    empty = workdir / "nothing-to-watch"
+    empty.mkdir()
+    proc = cli.popen("run", "--watch", str(empty), "--no-stdin")
+    try:
+        deadline = time.monotonic() + 60
+        while not (cli.state / "daemon.json").exists():
+            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+            assert time.monotonic() < deadline, "the daemon did not start"
+            time.sleep(0.2)
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
 
 
 def git(where: Path, *args: str) -> str:

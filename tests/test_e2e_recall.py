@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import signal
-import time
 from pathlib import Path
 
 import pytest
 
-from .conftest import Cli, sample
+from .conftest import Cli, following_daemon, sample
 
 MEMORY_KEYS = {
     "id",
@@ -104,14 +102,7 @@ def test_explain_shows_score_parts(filled: Cli) -> None:
 
 
 def test_daemon_and_in_process_return_the_same_memories(filled: Cli, tmp_path: Path) -> None:
-    empty = tmp_path / "nothing-to-watch"
-    empty.mkdir()
-    daemon = filled.popen("run", "--watch", str(empty), "--no-stdin")
-    try:
-        deadline = time.monotonic() + 60
-        while not (filled.state / "daemon.json").exists():
-            assert time.monotonic() < deadline, "daemon did not start"
-            time.sleep(0.2)
+    with following_daemon(filled, tmp_path):
         for query in ("team size", "what does Dana prefer?", "Priya"):
             # --dry: neither call counts as an access, so neither changes the other's ranking.
             via_daemon = recall_json(filled, query, "--dry")
@@ -119,7 +110,4 @@ def test_daemon_and_in_process_return_the_same_memories(filled: Cli, tmp_path: P
             assert [m["id"] for m in via_daemon["memories"]] == [
                 m["id"] for m in in_process["memories"]
             ]
-    finally:
-        daemon.send_signal(signal.SIGTERM)
-        assert daemon.wait(timeout=60) == 0
     assert not (filled.state / "daemon.json").exists()

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from .conftest import Cli, git, sample
+from .conftest import Cli, following_daemon, git, sample
 
 QUERY = "which package manager should Dana use?"
 
@@ -26,19 +25,8 @@ def daemon(cli: Cli, tmp_path: Path) -> Iterator[Cli]:
     git(cli.root, "init", "-q")
     git(cli.root, "add", "-A")
     git(cli.root, "commit", "-q", "-m", "memories")
-    empty = tmp_path / "nothing-to-watch"
-    empty.mkdir()
-    proc = cli.popen("run", "--watch", str(empty), "--no-stdin")
-    try:
-        deadline = time.monotonic() + 60
-        while not (cli.state / "daemon.json").exists():
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-            assert time.monotonic() < deadline, "the daemon did not start"
-            time.sleep(0.2)
+    with following_daemon(cli, tmp_path):
         yield cli
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 0
 
 
 def _recalled(cli: Cli) -> list[str]:
