@@ -245,3 +245,45 @@ def test_a_batch_embeds_its_new_statements_in_one_model_run(tmp_path: Path) -> N
         assert all(model.embedded.count(text) == 1 for text in written)
     finally:
         engine.close()
+
+
+def test_a_file_read_ahead_embeds_the_sentences_said_in_one_model_run(tmp_path: Path) -> None:
+    """A file's turns reach the pipeline together: every sentence the index then holds of
+    them was embedded once, in the same model run, though strong signals cut the turns into
+    several batches, each of which indexes its own."""
+    from engram_md.index.saidindex import SAID_KIND
+    from engram_md.text.embeddings import CachedEmbedder
+
+    from .conftest import HashEmbedder
+
+    model = HashEmbedder()
+    cfg = load_config(
+        None,
+        env={},
+        overrides={"memory_dir": tmp_path / "memory", "state_dir": tmp_path / "state"},
+    )
+    embedder = CachedEmbedder(model, tmp_path / "state" / "embeddings")
+    engine = open_engine(cfg, extractor=ScriptedExtractor(), embedder=embedder)
+    lines = [
+        {"role": "user", "name": "Dana", "content": "We got back from Lisbon. The food was great!"},
+        {"role": "user", "name": "Dana", "content": "From now on, answer in Portuguese."},
+        {"role": "assistant", "content": "Claro. Vou responder em português."},
+        {"role": "user", "name": "Dana", "content": "The tram  was   packed.\nWorth it though."},
+        {"role": "user", "name": "Dana", "content": "Remember that my flight home is on May 3."},
+        {"role": "user", "name": "Dana", "content": "Lisbon is hilly. Lisbon is hilly."},
+    ]
+    source = tmp_path / "chat.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    try:
+        engine.runner.ingest_file(source)
+        engine.pipeline.flush()
+        assert engine.pipeline.stats.extractions >= 2  # the signals cut several batches
+        assert engine.indexer is not None
+        held = [row.content for row in engine.indexer.index.rows_of_kind(SAID_KIND)]
+        assert "Dana: The tram was packed." in held and "Dana: Lisbon is hilly." in held
+        assert len(held) == 7
+        first_run = model.calls[0]
+        assert all(text in first_run for text in held)
+        assert all(model.embedded.count(text) == 1 for text in held)
+    finally:
+        engine.close()

@@ -220,10 +220,11 @@ class Indexer:
             self._centroid.publish()
 
     # ------------------------------------------------------------ questions
-    def embed_ahead(self, statements: Sequence[str]) -> None:
-        """Embed statements about to be checked by :meth:`near_duplicate`, in one model run."""
-        if self.cfg.dedup.near_duplicate and statements:
-            self.index.embed_ahead(statements)
+    def embed_ahead(self, texts: Sequence[str]) -> None:
+        """Embed, in one model run, texts about to be checked by :meth:`near_duplicate` or
+        indexed: both then find their vectors cached."""
+        if texts:
+            self.index.embed_ahead(texts)
 
     def near_duplicate(self, fact: Fact) -> tuple[Path, Fact] | None:
         """An active stored fact that says the same thing in other words, if any.

@@ -18,9 +18,8 @@ from pathlib import Path
 
 from ..core.errors import MemoryFileError
 from ..core.paths import MemoryLayout
-from ..store.said import SaidTurn, read_said, said_files
+from ..store.said import SaidTurn, read_said, said_files, sentence_texts
 from ..text.hashing import content_hash, short_hash
-from ..text.sentences import split_sentences
 from .table import IndexRow, MemoryIndex
 
 log = logging.getLogger(__name__)
@@ -50,8 +49,7 @@ def said_rows(
     for turn in turns:
         # A sentence said twice in one turn is one row; the numbers stay 0, 1, 2… (recall
         # looks a turn's sentences up by them).
-        for number, sentence in enumerate(dict.fromkeys(split_sentences(turn.text))):
-            text = f"{turn.speaker}: {sentence}"
+        for number, text in enumerate(sentence_texts(turn.speaker, turn.text)):
             rows.append(
                 IndexRow(
                     id=said_row_id(turn.session, turn.id, number),

@@ -22,6 +22,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from ..core.allocator import release_free_memory
+from ..core.models import Turn
 from .pipeline import Pipeline
 from .sources import (
     CursorStore,
@@ -39,6 +40,9 @@ log = logging.getLogger(__name__)
 
 # How often the running daemon hands free native memory back to the system.
 TRIM_SECONDS = 30.0
+# A file is handed to the pipeline this many turns at a time, so the sentences they will be
+# indexed by are embedded in one model run (Pipeline.receive_all).
+READ_AHEAD_TURNS = 128
 
 _STOP = "stop"
 _STDIN_EOF = "stdin-eof"
@@ -88,9 +92,13 @@ class Runner:
     # ------------------------------------------------------------ ingest (one pass)
     def ingest_stream(self, stream: BinaryIO, source: str) -> None:
         reader = TranscriptReader(source)
+        ahead: list[Turn] = []
         for _raw, turns in decode_lines(reader, read_lines(stream), self._error):
-            for turn in turns:
-                self.pipeline.receive(turn)
+            ahead.extend(turns)
+            if len(ahead) >= READ_AHEAD_TURNS:
+                self.pipeline.receive_all(ahead)
+                ahead = []
+        self.pipeline.receive_all(ahead)
 
     def ingest_file(self, path: Path) -> None:
         """Read a whole file once (no cursor: the journal skips what was already received)."""

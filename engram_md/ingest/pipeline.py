@@ -36,7 +36,7 @@ from ..extract.extractor import Extractor
 from ..extract.speakers import SpeakerBook
 from ..store.entity_pages import EntityPages
 from ..store.fact_store import MemoryStore
-from ..store.said import SaidLog
+from ..store.said import SaidLog, texts_to_come
 from ..text.hashing import content_hash
 from ..text.signals import SignalScanner
 from .buffer import Batch, SmartBuffer, Trigger
@@ -55,7 +55,7 @@ MAX_BATCH_TURNS = 40
 class Indexer(Protocol):
     """What the pipeline needs from the search index (near-dup check + upsert)."""
 
-    def embed_ahead(self, statements: Sequence[str]) -> None: ...
+    def embed_ahead(self, texts: Sequence[str]) -> None: ...
 
     def near_duplicate(self, fact: Fact) -> tuple[Path, Fact] | None: ...
 
@@ -158,15 +158,37 @@ class Pipeline:
 
     # ------------------------------------------------------------ intake
     def receive(self, turn: Turn) -> None:
-        clean = sanitize_turn(turn, self.cfg.sanitize)
-        if clean is None:
-            self.stats.turns_empty += 1
+        self.receive_all([turn])
+
+    def receive_all(self, turns: Sequence[Turn]) -> None:
+        """Turns in arrival order, each handled as :meth:`receive` would. Read together (a
+        file's next lines), the sentences the said log will hold of them are embedded first,
+        in one model run: each batch then finds its own cached instead of embedding its few
+        (runs of 32 texts cost ~1.9 ms a text on two cores, runs of 8 ~3.5 ms)."""
+        cleaned = [sanitize_turn(turn, self.cfg.sanitize) for turn in turns]
+        if len(cleaned) > 1:
+            self._embed_said_ahead([clean for clean in cleaned if clean is not None])
+        for clean in cleaned:
+            if clean is None:
+                self.stats.turns_empty += 1
+            elif not self.journal.append(clean):
+                self.stats.turns_replayed += 1
+            else:
+                self.stats.turns_received += 1
+                self._buffer_turn(clean)
+
+    def _embed_said_ahead(self, turns: Sequence[Turn]) -> None:
+        if self.said is None or self.indexer is None:
             return
-        if not self.journal.append(clean):
-            self.stats.turns_replayed += 1
-            return
-        self.stats.turns_received += 1
-        self._buffer_turn(clean)
+        # The speaker's name as the book knows it now: a name learned from these very turns
+        # is missed, which costs only the embedding of a text no row will hold.
+        texts = [
+            text
+            for turn in turns
+            if turn.from_person
+            for text in texts_to_come(turn, self.speakers.name_for(turn))
+        ]
+        self.indexer.embed_ahead(texts)
 
     def keep(self, turn: Turn, note: Callable[[Turn, str], CandidateFact]) -> bool:
         """A statement a person asked to keep (``ingest/remember.py``): sanitized and

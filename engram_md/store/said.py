@@ -38,6 +38,7 @@ from ..core.folder import markdown_files, read_file
 from ..core.models import Turn
 from ..core.paths import MemoryLayout, safe_slug
 from ..text.hashing import short_hash
+from ..text.sentences import split_sentences
 
 log = logging.getLogger(__name__)
 
@@ -88,11 +89,30 @@ def _one_line(text: str, limit: int = 200) -> str:
     return _SPACE.sub(" ", text).strip()[:limit]
 
 
+def _listed_speaker(name: str) -> str:
+    return _one_line(name.replace("·", " ").replace("`", "'"), 80) or "someone"
+
+
+def _listed_text(text: str) -> str:
+    return _SPACE.sub(" ", text).strip()
+
+
 def format_line(turn: SaidTurn) -> str:
-    speaker = _one_line(turn.speaker.replace("·", " ").replace("`", "'"), 80) or "someone"
+    speaker = _listed_speaker(turn.speaker)
     turn_id = _shown_id(turn.id)
-    text = _SPACE.sub(" ", turn.text).strip()
+    text = _listed_text(turn.text)
     return f"- {turn.at.astimezone(UTC):%H:%M:%S} · {speaker} · `{turn_id}` — {text}"
+
+
+def sentence_texts(speaker: str, text: str) -> list[str]:
+    """The search index's texts of a listed turn, one per sentence, each sentence once:
+    ``"Speaker: sentence"`` (``index/saidindex.py``)."""
+    return [f"{speaker}: {sentence}" for sentence in dict.fromkeys(split_sentences(text))]
+
+
+def texts_to_come(turn: Turn, speaker: str) -> list[str]:
+    """The index's texts of ``turn`` once it is listed under ``speaker`` and read back."""
+    return sentence_texts(_listed_speaker(speaker), _listed_text(turn.content))
 
 
 def parse_file(text: str, *, fallback_session: str = "") -> list[SaidTurn]:
