@@ -17,6 +17,7 @@ from functools import lru_cache
 
 import regex
 
+from ..index.saidindex import SAID_KIND
 from ..index.table import IndexRow
 from ..text.dates import parse_absolute_dates
 
@@ -133,17 +134,39 @@ def date_match(row: IndexRow, ranges: Sequence[tuple[date, date]]) -> float:
 def names_known(rows: Iterable[IndexRow], features: QueryFeatures) -> bool:
     """Whether any of ``rows`` mentions one of the query's names: as speaker, as entity, or
     written as a name (capitalized) in its words. The case matters here, unlike in
-    :func:`name_match`: "Door Dash" is not known from "the door"."""
+    :func:`name_match`: "Door Dash" is not known from "the door". It matters only where the
+    writer uses case, though: in a sentence typed all in lowercase ("going to chicago w
+    leah"), every name is written like any other word, and "Leah" is known from "leah"."""
     if not features.names:
         return True
     alternatives = "|".join(regex.escape(n) for n in features.spellings)
     written = regex.compile(rf"\b(?:{alternatives})\b")
+    typed = regex.compile(rf"\b(?:{alternatives})\b", regex.IGNORECASE)
     wanted = set(features.names)
     for row in rows:
         carried = {e.split("-", 1)[-1] for e in row.entities} | {row.speaker.casefold()}
         if wanted & carried or written.search(row.content):
             return True
+        if row.kind == SAID_KIND and typed.search(row.content):
+            if uncased(row.content.removeprefix(f"{row.speaker}: ")):
+                return True
     return False
+
+
+_FIRST_LETTER = regex.compile(r"\p{L}")
+_CASED = regex.compile(r"\p{Lu}")
+_PRONOUN_I = regex.compile(r"\bI(?:['’]\w+)?\b")
+
+
+def uncased(said: str) -> bool:
+    """Whether a sentence someone typed is written without case: it opens in lowercase and
+    holds no capital but the pronoun "I" ("going to chicago w leah"). Then case tells no name
+    from a word. A sentence that opens with a capital is taken as written with case, names
+    included: "I left the bag by the door." does not know "Door Dash"."""
+    first = _FIRST_LETTER.search(said)
+    if first is None or first.group(0).isupper():
+        return False
+    return _CASED.search(_PRONOUN_I.sub("", said)) is None
 
 
 def respelled(query: str, speakers: Sequence[str]) -> str:
