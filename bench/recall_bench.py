@@ -1,6 +1,10 @@
 """LoCoMo evidence recall of engram-md's recall against three baselines, in one run.
 
-    python -m bench.recall_bench [--keep DIR [--reuse]] [--out PATH]
+    python -m bench.recall_bench [--data FILE ...] [--keep DIR [--reuse]] [--out PATH]
+
+By default the LoCoMo dev pair (``../shared/bench``); ``--data`` measures other conversations
+of the same shape instead, such as the held-out set in ``bench/data/heldout-*.json``
+(``bench/data/README-heldout.md``).
 
 Each dev conversation is ingested once with the offline extractor (the real CLI, `engram-md
 ingest`) into its own memory folder; recall then answers each question from that folder through
@@ -55,6 +59,9 @@ from .baselines import build_baselines
 from .evidence import QuestionRetriever, Unit, align, evaluate, evidence_recall, memoized
 from .locomo import Question
 
+# Conversations in LoCoMo's shape written for measuring only: never read while recall was
+# built or tuned (bench/data/README-heldout.md).
+HELD_OUT = tuple(sorted((Path(__file__).parent / "data").glob("heldout-*.json")))
 BUDGETS = (500, 1000)
 MAIN_BUDGET = 1000  # the budget of the cross-check, the floor and the latency
 SHIPPED_TOP_K = RecallConfig().top_k
@@ -348,10 +355,13 @@ def _latency(seconds: Sequence[float]) -> dict[str, Any]:
     }
 
 
-def run(*, keep: Path | None = None, reuse: bool = False) -> dict[str, Any]:
-    if not locomo.available():
+def run(
+    *, keep: Path | None = None, reuse: bool = False, data_files: Sequence[Path] = ()
+) -> dict[str, Any]:
+    """Every figure over the conversations of ``data_files`` (default: the LoCoMo dev pair)."""
+    if not data_files and not locomo.available():
         return {"skipped": f"{locomo.DATA} not found"}
-    data = locomo.load()
+    data = [conv for path in data_files or [locomo.DATA] for conv in locomo.load(path)]
     with tempfile.TemporaryDirectory(prefix="engram-recall-") as tmp:
         folders = open_folders(data, keep or Path(tmp), reuse=reuse)
         return measure(folders, locomo.questions(data), build_baselines(locomo.turns(data)))
@@ -394,7 +404,7 @@ def _recall_table(result: Mapping[str, Any]) -> str:
                 row += [_figure(r["per_category"].get(c)) for c in categories]
                 row += [f"{r['tokens_used']:.0f}"]
             rows.append(row)
-    title = "LoCoMo evidence recall (categories 1-4) at each token budget"
+    title = "Evidence recall (LoCoMo categories 1-4) at each token budget"
     return "\n".join([title, *align(rows, labels=2)])
 
 
@@ -451,6 +461,10 @@ def _latency_line(latency: Mapping[str, Mapping[str, Any]]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument(
+        "--data", type=Path, action="append", default=[],
+        help="conversations in LoCoMo's shape (repeatable; default: the dev pair)",
+    )  # fmt: skip
     parser.add_argument("--keep", type=Path, help="ingest under KEEP/<conversation>; keep it")
     parser.add_argument("--reuse", action="store_true", help="measure folders left under KEEP")
     parser.add_argument("--out", type=Path, help="results file (default bench/results/recall-…)")
@@ -458,12 +472,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.reuse and args.keep is None:
         parser.error("--reuse needs --keep")
     started = datetime.now(UTC)
-    result = run(keep=args.keep, reuse=args.reuse)
+    result = run(keep=args.keep, reuse=args.reuse, data_files=args.data)
     if "skipped" in result:
         print(f"skipped: {result['skipped']}")
         return 0
     print(format_table(result))
-    out = args.out or Path("bench/results") / f"recall-quality-{started:%Y-%m-%d}.json"
+    name = "recall-held-out" if args.data else "recall-quality"
+    out = args.out or Path("bench/results") / f"{name}-{started:%Y-%m-%d}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     stamped = {"started": f"{started:%Y-%m-%dT%H:%M:%SZ}", "recall_quality": result}
     out.write_text(json.dumps(stamped, indent=2) + "\n")
