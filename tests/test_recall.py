@@ -316,6 +316,32 @@ def test_the_floor_keeps_what_the_question_is_about(tmp_path: Path, minilm: Loca
     assert "f-cat" not in ids and "f-tea" not in ids
 
 
+def test_what_was_said_in_a_topic_s_conversation_fills_the_rest_below_the_floor(
+    tmp_path: Path, minilm: LocalMiniLM
+) -> None:
+    """A short message answers in words that match the question poorly (cosine 0.17 here):
+    once the folder clearly knows the topic, it fills what the budget has left. A note below
+    the floor, a sentence below the fill's own floor, and a folder that does not know the
+    topic get nothing of it."""
+    adopted = said("t1", "Lee: we adopted a rescue greyhound called Pepper")
+    answer = said("t2", "Lee: the shelter said seven")
+    unrelated = said("t3", "Lee: new job starts monday")  # cosine 0.09
+    note = row("f-bridge", "Lee says the bridge was closed again")
+    asked = RecallOptions(budget_tokens=1000, record_access=False)
+    query = "How old is Pepper the greyhound?"
+    explained = replace(asked, explain=True)
+
+    found = recaller(tmp_path / "knows", minilm, [adopted, answer, unrelated, note])
+    ids = [m.id for m in found.recall(query, asked).memories]
+    assert ids[0] == adopted.id and answer.id in ids
+    assert unrelated.id not in ids and "f-bridge" not in ids
+    # The answer is left out by the floor alone: with nothing that knows the topic, so is it.
+    decided = {c.row.id: c.reason for c in found.recall(query, explained).candidates}
+    assert decided[answer.id] == "kept"
+    lost = recaller(tmp_path / "unknown", minilm, [answer, unrelated, note])
+    assert answer.id not in [m.id for m in lost.recall(query, asked).memories]
+
+
 def said(turn: str, content: str, n: int = 0) -> IndexRow:
     """A sentence of what was said, as the said index writes it."""
     return row(

@@ -16,6 +16,7 @@ part and nothing is tuned to particular questions."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -141,6 +142,9 @@ class Weights:
     # What was said (memory/said/): its sentences and the notes in one ranking (fusion.py).
     fusion: FusionWeights = field(default_factory=FusionWeights)
     min_sentence_words: int = 2  # content words, the speaker's name included
+    # Below the relevance floor, down to this cosine: what fills the budget's rest once the
+    # folder clearly knows what is asked.
+    fill_floor: float = 0.1
 
 
 WEIGHTS = Weights()
@@ -551,13 +555,37 @@ class Recaller:
         shown_turns: dict[tuple[str, str], list[int]] = {}
         decisions: dict[str, str] = {}
         used = 0
-        for row, parts, _ in ordered:
+        # A sentence said that comes close to a question without reaching the floor waits,
+        # when the folder clearly knows what is asked: a memory of its conversation is as
+        # close as a question about an unknown name needs. The waiting sentences then fill
+        # what the budget has left, best first. Short chat messages answer in words that
+        # match a question poorly ("hes 9 and nobody wanted him" for "How old is Biscuit?");
+        # a note is written to stand alone, so one below the floor is not about the question.
+        topic_sessions = (
+            set()
+            if names_unknown
+            else {
+                r.session
+                for r, p, _ in scored
+                if r.status == "active" and p.cosine >= w.unknown_name_floor
+            }
+        )
+        waiting: list[tuple[IndexRow, ScoreParts, list[str]]] = []
+        for position, item in enumerate(itertools.chain(ordered, waiting)):
+            row, parts, _ = item
             if not inactive_ok and row.status != "active":
                 decisions[row.id] = f"left out: status {row.status}"
                 continue
-            if parts.cosine < min_cosine and row.id not in paths and row.id not in rescued:
-                # (A memory the graph reached from a strong hit is about the query through
-                # it, though its own words are not.)
+            floor_here = w.fill_floor if position >= len(ordered) else min_cosine
+            # (A memory the graph reached from a strong hit is about the query through it,
+            # though its own words are not.)
+            if parts.cosine < floor_here and row.id not in paths and row.id not in rescued:
+                if (
+                    row.kind == SAID_KIND
+                    and parts.cosine >= w.fill_floor
+                    and row.session in topic_sessions
+                ):
+                    waiting.append(item)  # (only in the first pass: it is below the floor)
                 decisions[row.id] = (
                     f"left out: below the relevance floor ({parts.cosine:.2f} < {min_cosine:.2f}"
                     + (", the query's names are unknown here)" if names_unknown else ")")
