@@ -22,7 +22,11 @@ from engram_md.core.models import (
     Turn,
 )
 from engram_md.extract.extractor import Discard
+from engram_md.index.saidindex import SAID_KIND
 from engram_md.store.factfile import read_fact
+from engram_md.text.embeddings import CachedEmbedder
+
+from .conftest import HashEmbedder
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -218,13 +222,9 @@ def test_secrets_never_reach_the_journal_or_the_folder(engine_for) -> None:  # t
     assert "[REDACTED" in folder
 
 
-def test_a_batch_embeds_its_new_statements_in_one_model_run(tmp_path: Path) -> None:
-    """The near-duplicate check of each new statement finds its vector cached: the model
-    saw the batch's statements together, once each, not one run per statement."""
-    from engram_md.text.embeddings import CachedEmbedder
-
-    from .conftest import HashEmbedder
-
+def engine_counting_embeddings(tmp_path: Path) -> tuple[Engine, HashEmbedder]:
+    """An engine with an index, whose embedder keeps what it computed (as the composition
+    root's does) in front of a model that records every text it was asked for."""
     model = HashEmbedder()
     cfg = load_config(
         None,
@@ -232,7 +232,13 @@ def test_a_batch_embeds_its_new_statements_in_one_model_run(tmp_path: Path) -> N
         overrides={"memory_dir": tmp_path / "memory", "state_dir": tmp_path / "state"},
     )
     embedder = CachedEmbedder(model, tmp_path / "state" / "embeddings")
-    engine = open_engine(cfg, extractor=ScriptedExtractor(), embedder=embedder)
+    return open_engine(cfg, extractor=ScriptedExtractor(), embedder=embedder), model
+
+
+def test_a_batch_embeds_its_new_statements_in_one_model_run(tmp_path: Path) -> None:
+    """The near-duplicate check of each new statement finds its vector cached: the model
+    saw the batch's statements together, once each, not one run per statement."""
+    engine, model = engine_counting_embeddings(tmp_path)
     try:
         # No strong signal among them, so the flush extracts them as one batch.
         said = ["The garden shed is green.", "Tuesday was rainy.", "The bus was late again."]
@@ -251,19 +257,7 @@ def test_a_file_read_ahead_embeds_the_sentences_said_in_one_model_run(tmp_path: 
     """A file's turns reach the pipeline together: every sentence the index then holds of
     them was embedded once, in the same model run, though strong signals cut the turns into
     several batches, each of which indexes its own."""
-    from engram_md.index.saidindex import SAID_KIND
-    from engram_md.text.embeddings import CachedEmbedder
-
-    from .conftest import HashEmbedder
-
-    model = HashEmbedder()
-    cfg = load_config(
-        None,
-        env={},
-        overrides={"memory_dir": tmp_path / "memory", "state_dir": tmp_path / "state"},
-    )
-    embedder = CachedEmbedder(model, tmp_path / "state" / "embeddings")
-    engine = open_engine(cfg, extractor=ScriptedExtractor(), embedder=embedder)
+    engine, model = engine_counting_embeddings(tmp_path)
     lines = [
         {"role": "user", "name": "Dana", "content": "We got back from Lisbon. The food was great!"},
         {"role": "user", "name": "Dana", "content": "From now on, answer in Portuguese."},
