@@ -198,3 +198,16 @@ def test_what_a_query_asks_about_its_names_is_embedded_only_for_the_votes(
     counting.texts = 0
     r.recall("which city was visited?", RecallOptions(record_access=False))
     assert counting.texts == 1  # names nobody: one text either way
+
+
+@pytest.mark.parametrize(
+    ("query", "names"),
+    [
+        ("By how much did Lee win the raffle?", ("lee",)),
+        ("Apart from Rome, where did Lee go?", ("rome", "lee")),
+        ("According to Lee, who baked it?", ("lee",)),
+        ("Bea's cat?", ("bea",)),
+    ],
+)
+def test_a_word_a_question_opens_with_is_no_name(query: str, names: tuple[str, ...]) -> None:
+    assert query_features(query).names == names

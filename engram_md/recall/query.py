@@ -22,10 +22,13 @@ from ..index.table import IndexRow
 from ..text.dates import parse_absolute_dates
 
 _NAME = regex.compile(r"\b\p{Lu}[\p{L}'’-]+\b")
+# Words a question may open with, capitalized there only for that: a preposition or a
+# conjunction is no name ("By how much…", "Apart from…").
 _QUESTION_WORDS = frozenset(
     "what when where who whom whose which why how did does do is are was were has have had "
     "can could would should will the a an in on at of i my we our you your it this that "
-    "tell list name describe".split()
+    "tell list name describe by for from with about after before since during to as if "
+    "and but or so besides apart aside other between among according given compared".split()
 )
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
