@@ -91,22 +91,22 @@ def test_a_misspelled_name_is_not_an_unknown_one(tmp_path: Path, minilm: LocalMi
 def test_a_name_typed_in_lowercase_is_known_where_the_writer_uses_no_case(
     tmp_path: Path, minilm: LocalMiniLM
 ) -> None:
-    """In a chat typed all in lowercase, "leah" is how Leah is written: a question naming her
+    """In a chat typed all in lowercase, "marta" is how Marta is written: a question naming her
     meets the ordinary floor, not the one for names the folder never heard of. Where the
     writer uses case, a word is still no name ("Door Dash" is not known from "the door")."""
     rows = [
-        replace(said("t1", "Sam: going to chicago w leah next week"), speaker="Sam"),
-        replace(said("t2", "Sam: she found us a cheap place near the river"), speaker="Sam"),
+        replace(said("t1", "Tariq: going to quito w marta next week"), speaker="Tariq"),
+        replace(said("t2", "Tariq: she found us a cheap place near the river"), speaker="Tariq"),
         replace(said("t3", "Ana: I left the bag by the door."), speaker="Ana"),
     ]  # fmt: skip
     r = recaller(tmp_path, minilm, rows)
     asked = RecallOptions(record_access=False)
-    found = r.recall("Who is Sam travelling to Chicago with?", asked)
+    found = r.recall("Who is Tariq travelling to Quito with?", asked)
     assert rows[0].content in [m.content for m in found.memories]
-    assert uncased("going to chicago w leah") and uncased("i think I'm done lol")
-    assert not uncased("I left the bag by the door.") and not uncased("we met Leah")
+    assert uncased("going to quito w marta") and uncased("i think I'm done lol")
+    assert not uncased("I left the bag by the door.") and not uncased("we met Marta")
     assert not names_known(rows[2:], query_features("Where is Door Dash based?"))
-    assert names_known(rows[:1], query_features("Where is Leah going?"))
+    assert names_known(rows[:1], query_features("Where is Marta going?"))
 
 
 def test_the_speakers_recall_reads_names_against_follow_the_index(

@@ -138,8 +138,8 @@ def names_known(rows: Iterable[IndexRow], features: QueryFeatures) -> bool:
     """Whether any of ``rows`` mentions one of the query's names: as speaker, as entity, or
     written as a name (capitalized) in its words. The case matters here, unlike in
     :func:`name_match`: "Door Dash" is not known from "the door". It matters only where the
-    writer uses case, though: in a sentence typed all in lowercase ("going to chicago w
-    leah"), every name is written like any other word, and "Leah" is known from "leah"."""
+    writer uses case, though: in a sentence typed all in lowercase ("going to quito w
+    marta"), every name is written like any other word, and "Marta" is known from "marta"."""
     if not features.names:
         return True
     alternatives = "|".join(regex.escape(n) for n in features.spellings)
@@ -163,7 +163,7 @@ _PRONOUN_I = regex.compile(r"\bI(?:['’]\w+)?\b")
 
 def uncased(said: str) -> bool:
     """Whether a sentence someone typed is written without case: it opens in lowercase and
-    holds no capital but the pronoun "I" ("going to chicago w leah"). Then case tells no name
+    holds no capital but the pronoun "I" ("going to quito w marta"). Then case tells no name
     from a word. A sentence that opens with a capital is taken as written with case, names
     included: "I left the bag by the door." does not know "Door Dash"."""
     first = _FIRST_LETTER.search(said)

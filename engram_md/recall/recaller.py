@@ -559,7 +559,7 @@ class Recaller:
         # when the folder clearly knows what is asked: a memory of its conversation is as
         # close as a question about an unknown name needs. The waiting sentences then fill
         # what the budget has left, best first. Short chat messages answer in words that
-        # match a question poorly ("hes 9 and nobody wanted him" for "How old is Biscuit?");
+        # match a question poorly ("three, give or take" for "How old is the ferret?");
         # a note is written to stand alone, so one below the floor is not about the question.
         topic_sessions = (
             set()
