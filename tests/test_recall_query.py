@@ -107,6 +107,10 @@ def test_a_name_typed_in_lowercase_is_known_where_the_writer_uses_no_case(
     assert not uncased("I left the bag by the door.") and not uncased("we met Marta")
     assert not names_known(rows[2:], query_features("Where is Door Dash based?"))
     assert names_known(rows[:1], query_features("Where is Marta going?"))
+    # Typed without case, a name is also a word: known that way, all of them must be there.
+    door = [replace(said("t4", "Tariq: left it by the door"), speaker="Tariq")]
+    assert not names_known(door, query_features("Where is Door Dash based?"))
+    assert names_known(door, query_features("Which door did Tariq mean?"))  # a speaker
 
 
 def test_the_speakers_recall_reads_names_against_follow_the_index(

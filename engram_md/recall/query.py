@@ -146,14 +146,16 @@ def names_known(rows: Iterable[IndexRow], features: QueryFeatures) -> bool:
     written = regex.compile(rf"\b(?:{alternatives})\b")
     typed = regex.compile(rf"\b(?:{alternatives})\b", regex.IGNORECASE)
     wanted = set(features.names)
+    typed_in_lowercase: set[str] = set()
     for row in rows:
         carried = {e.split("-", 1)[-1] for e in row.entities} | {row.speaker.casefold()}
         if wanted & carried or written.search(row.content):
             return True
-        if row.kind == SAID_KIND and typed.search(row.content):
-            if uncased(row.content.removeprefix(f"{row.speaker}: ")):
-                return True
-    return False
+        if row.kind == SAID_KIND and uncased(row.content.removeprefix(f"{row.speaker}: ")):
+            typed_in_lowercase.update(m.casefold() for m in typed.findall(row.content))
+    # Typed without case, a name is also a word ("half" of "Portland Half Marathon"): known
+    # that way, every one of the query's names must be there.
+    return typed_in_lowercase >= wanted
 
 
 _FIRST_LETTER = regex.compile(r"\p{L}")
