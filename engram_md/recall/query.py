@@ -151,8 +151,10 @@ def names_known(rows: Iterable[IndexRow], features: QueryFeatures) -> bool:
         carried = {e.split("-", 1)[-1] for e in row.entities} | {row.speaker.casefold()}
         if wanted & carried or written.search(row.content):
             return True
-        if row.kind == SAID_KIND and uncased(row.content.removeprefix(f"{row.speaker}: ")):
-            typed_in_lowercase.update(m.casefold() for m in typed.findall(row.content))
+        if row.kind == SAID_KIND and (found := typed.findall(row.content)):
+            # (Whether the sentence has case is asked only of one that holds a name.)
+            if uncased(row.content.removeprefix(f"{row.speaker}: ")):
+                typed_in_lowercase.update(name.casefold() for name in found)
     # Typed without case, a name is also a word ("half" of "Portland Half Marathon"): known
     # that way, every one of the query's names must be there.
     return typed_in_lowercase >= wanted
