@@ -71,8 +71,7 @@ def feed(
             continue
         crashpoint("import.conversation")
         if pipeline is not None:
-            for turn in item.turns:
-                pipeline.receive(turn)
+            pipeline.receive_all(item.turns)
             pipeline.flush()  # the conversation is over: its last turns are extracted now
         report.conversations += 1
         report.turns += len(item.turns)
