@@ -113,6 +113,31 @@ def test_a_name_typed_in_lowercase_is_known_where_the_writer_uses_no_case(
     assert names_known(door, query_features("Which door did Tariq mean?"))  # a speaker
 
 
+def test_a_question_is_known_by_most_of_its_names_or_by_a_speaker_s(
+    tmp_path: Path, minilm: LocalMiniLM
+) -> None:
+    """A question names the place, the event and the people of what it asks; one common
+    capitalized word of them is in any folder. Most of its names must be there, or one that
+    a speaker has: a question naming the person whose memory this is is addressed to it."""
+    rows = [
+        replace(said("t1", "Ana: The Green line was late again."), speaker="Ana"),
+        replace(said("t2", "Ana: We spent Easter at the lake with Bruno."), speaker="Ana"),
+    ]  # fmt: skip
+    # One word of four ("Green"): the question is about a place this folder never heard of.
+    assert not names_known(rows, query_features("When did Kofi join the Redland Green Clinic?"))
+    assert not names_known(rows, query_features("What did Kofi and Yara do at Easter?"))
+    # Two of three are: the rest may be how the question words it.
+    assert names_known(rows, query_features("Did Bruno like the lake at Easter in Vermont?"))
+    # A speaker named: asked of her memory, whatever else the question names.
+    assert names_known(rows, query_features("Would Ana enjoy the Vienna Boys Choir?"))
+    r = recaller(tmp_path, minilm, rows)
+    asked = RecallOptions(record_access=False)
+    # Met with the floor for unknown names, nothing here is close enough to answer.
+    assert r.recall("When did Kofi join the Redland Green Clinic?", asked).memories == ()
+    found = r.recall("Where did Ana and Bruno spend Easter?", asked)
+    assert rows[1].content in [m.content for m in found.memories]
+
+
 def test_the_speakers_recall_reads_names_against_follow_the_index(
     tmp_path: Path, minilm: LocalMiniLM
 ) -> None:

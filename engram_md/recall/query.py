@@ -135,8 +135,12 @@ def date_match(row: IndexRow, ranges: Sequence[tuple[date, date]]) -> float:
 
 
 def names_known(rows: Iterable[IndexRow], features: QueryFeatures) -> bool:
-    """Whether any of ``rows`` mentions one of the query's names: as speaker, as entity, or
-    written as a name (capitalized) in its words. The case matters here, unlike in
+    """Whether ``rows`` know what the query names: one of its names is a speaker's (a
+    question naming the person whose memory this is is addressed to it), or most of its
+    names are mentioned -- as speaker, as entity, or written as a name (capitalized) in the
+    words. Most, not one: a question names the place, the event and the people of what it
+    asks ("the Redland Green Medical Practice"), and one common capitalized word of it
+    ("Green", "Day", "Easter") is in any folder. The case matters here, unlike in
     :func:`name_match`: "Door Dash" is not known from "the door". It matters only where the
     writer uses case, though: in a sentence typed all in lowercase ("going to quito w
     marta"), every name is written like any other word, and "Marta" is known from "marta"."""
@@ -146,10 +150,16 @@ def names_known(rows: Iterable[IndexRow], features: QueryFeatures) -> bool:
     written = regex.compile(rf"\b(?:{alternatives})\b")
     typed = regex.compile(rf"\b(?:{alternatives})\b", regex.IGNORECASE)
     wanted = set(features.names)
+    known: set[str] = set()
     typed_in_lowercase: set[str] = set()
     for row in rows:
-        carried = {e.split("-", 1)[-1] for e in row.entities} | {row.speaker.casefold()}
-        if wanted & carried or written.search(row.content):
+        speaker = row.speaker.casefold()
+        if speaker in wanted:
+            return True
+        carried = {e.split("-", 1)[-1] for e in row.entities}
+        known |= wanted & carried
+        known.update(name.casefold() for name in written.findall(row.content))
+        if known >= wanted:
             return True
         if row.kind == SAID_KIND and (found := typed.findall(row.content)):
             # (Whether the sentence has case is asked only of one that holds a name.)
@@ -157,7 +167,8 @@ def names_known(rows: Iterable[IndexRow], features: QueryFeatures) -> bool:
                 typed_in_lowercase.update(name.casefold() for name in found)
     # Typed without case, a name is also a word ("half" of "Portland Half Marathon"): known
     # that way, every one of the query's names must be there.
-    return typed_in_lowercase >= wanted
+    known &= wanted
+    return 2 * len(known) > len(wanted) or known | typed_in_lowercase >= wanted
 
 
 _FIRST_LETTER = regex.compile(r"\p{L}")
