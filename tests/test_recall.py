@@ -17,7 +17,7 @@ from engram_md.index.table import IndexRow, MemoryIndex
 from engram_md.ingest.pipeline import to_fact
 from engram_md.recall.fusion import FusionWeights
 from engram_md.recall.query import query_features
-from engram_md.recall.recaller import Recaller, Weights
+from engram_md.recall.recaller import Recaller, Weights, telling_words
 from engram_md.recall.result import ScoreParts
 from engram_md.recall.wire import RecallOptions
 from engram_md.store.access import AccessLog, Standing
@@ -393,3 +393,23 @@ def test_what_was_said_is_recalled_beside_the_facts_and_outdated_words_are_left_
     even = recaller(tmp_path / "even", minilm, rows, fusion=FusionWeights(outdated_factor=1.0))
     scores = {m.content: m.score for m in even.recall("Where does Lee live?", asked).memories}
     assert 0.0 < sunk_scores[berlin] < scores[berlin]
+
+
+def test_a_one_word_answer_is_a_memory_and_an_acknowledgment_is_not(
+    tmp_path: Path, minilm: LocalMiniLM
+) -> None:
+    """In chat an answer is often one word ("at 6am"); "Yes." and "ok thanks" tell nothing,
+    though a question naming their speaker matches them, and shown they would stand for
+    their whole turn."""
+    yes = said("t1", "Lee: Yes.", 0)
+    dentist = said("t1", "Lee: And book the dentist for Tuesday.", 1)
+    thanks = said("t2", "Lee: ok thanks")
+    shift = said("t3", "Lee: they want me to do a trial shift at the bakery")
+    early = said("t4", "Lee: at 6am")
+    assert [telling_words(r) for r in (yes, thanks, early, dentist)] == [0, 0, 1, 3]
+    r = recaller(tmp_path, minilm, [yes, dentist, thanks, shift, early])
+    found = [m.content for m in r.recall("Lee", RecallOptions(record_access=False)).memories]
+    assert dentist.content in found  # the turn is shown by what it tells
+    assert yes.content not in found and thanks.content not in found
+    asked = r.recall("What time is Lee's trial shift at the bakery?", RecallOptions())
+    assert early.content in [m.content for m in asked.memories]

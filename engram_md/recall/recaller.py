@@ -32,7 +32,7 @@ from ..organize.activation import Activation, Adjacency, Step, activate
 from ..store.access import ACTIVATION_BOOST, AccessLog, Standing
 from ..text.claims import DONE_TAG, tells_event
 from ..text.embeddings import Embedder
-from ..text.words import content_words, estimate_tokens
+from ..text.words import content_words, estimate_tokens, words
 from .fusion import (
     SAID,
     FusionWeights,
@@ -141,13 +141,31 @@ class Weights:
     lexical_rescue: int = 3
     # What was said (memory/said/): its sentences and the notes in one ranking (fusion.py).
     fusion: FusionWeights = field(default_factory=FusionWeights)
-    min_sentence_words: int = 2  # content words, the speaker's name included
+    # A sentence said holds a memory with this many words that tell something: not its
+    # speaker's name, not an acknowledgment (:func:`telling_words`). One: in chat an answer
+    # is often a single word ("at 5am", "april 8").
+    min_sentence_words: int = 1
     # Below the relevance floor, down to this cosine: what fills the budget's rest once the
     # folder clearly knows what is asked.
     fill_floor: float = 0.1
 
 
 WEIGHTS = Weights()
+
+# What people type to acknowledge, greet or react, not to tell: a said sentence of these and
+# its speaker's name holds no memory. Words that may answer a question ("fine", "great" for
+# "how did it go?") are not among them.
+ACKNOWLEDGMENTS = frozenset(
+    "yes yeah yep yup ya no nope nah ok okay kk sure thanks thank thx ty lol lmao haha "
+    "hahaha hehe hi hey hello bye wow oh ah aw hmm um uh omg".split()
+)
+
+
+def telling_words(row: IndexRow) -> int:
+    """How many words of a sentence said tell something: content words other than its
+    speaker's name and :data:`ACKNOWLEDGMENTS` ("Dana: Yes." none, "Eli: at 5am" one)."""
+    skip = set(words(row.speaker)) | ACKNOWLEDGMENTS
+    return sum(1 for word in content_words(row.content) if word not in skip)
 
 
 def votes(row: IndexRow, asks_time: bool, history: bool) -> bool:
@@ -605,9 +623,9 @@ class Recaller:
                 decisions[row.id] = f"left out: near-duplicate of a kept memory ({closest:.2f})"
                 continue
             turns = [(row.session, t) for t in row.source_turn_ids]
-            if row.kind == SAID_KIND and len(content_words(row.content)) <= w.min_sentence_words:
+            if row.kind == SAID_KIND and telling_words(row) < w.min_sentence_words:
                 # "Dana: Yes.", "ok thanks": the speaker's name matches a question about
-                # them, and nothing else does.
+                # them, and nothing else does; shown, it would stand for its whole turn.
                 decisions[row.id] = "left out: a sentence too short to hold a memory"
                 continue
             if row.kind == SAID_KIND and any(t in shown_turns for t in turns):
