@@ -404,12 +404,12 @@ def test_a_one_word_answer_is_a_memory_and_an_acknowledgment_is_not(
     yes = said("t1", "Lee: Yes.", 0)
     dentist = said("t1", "Lee: And book the dentist for Tuesday.", 1)
     thanks = said("t2", "Lee: ok thanks")
-    shift = said("t3", "Lee: they want me to do a trial shift at the bakery")
+    shift = said("t3", "Lee: the pool needs a lifeguard on saturday")
     early = said("t4", "Lee: at 6am")
     assert [telling_words(r) for r in (yes, thanks, early, dentist)] == [0, 0, 1, 3]
     r = recaller(tmp_path, minilm, [yes, dentist, thanks, shift, early])
     found = [m.content for m in r.recall("Lee", RecallOptions(record_access=False)).memories]
     assert dentist.content in found  # the turn is shown by what it tells
     assert yes.content not in found and thanks.content not in found
-    asked = r.recall("What time is Lee's trial shift at the bakery?", RecallOptions())
+    asked = r.recall("When does Lee lifeguard at the pool on Saturday?", RecallOptions())
     assert early.content in [m.content for m in asked.memories]

@@ -124,7 +124,7 @@ def test_a_question_is_known_by_most_of_its_names_or_by_a_speaker_s(
         replace(said("t2", "Ana: We spent Easter at the lake with Bruno."), speaker="Ana"),
     ]  # fmt: skip
     # One word of four ("Green"): the question is about a place this folder never heard of.
-    assert not names_known(rows, query_features("When did Kofi join the Redland Green Clinic?"))
+    assert not names_known(rows, query_features("When did Kofi join the Birchwood Green Clinic?"))
     assert not names_known(rows, query_features("What did Kofi and Yara do at Easter?"))
     # Two of three are: the rest may be how the question words it.
     assert names_known(rows, query_features("Did Bruno like the lake at Easter in Vermont?"))
@@ -133,7 +133,7 @@ def test_a_question_is_known_by_most_of_its_names_or_by_a_speaker_s(
     r = recaller(tmp_path, minilm, rows)
     asked = RecallOptions(record_access=False)
     # Met with the floor for unknown names, nothing here is close enough to answer.
-    assert r.recall("When did Kofi join the Redland Green Clinic?", asked).memories == ()
+    assert r.recall("When did Kofi join the Birchwood Green Clinic?", asked).memories == ()
     found = r.recall("Where did Ana and Bruno spend Easter?", asked)
     assert rows[1].content in [m.content for m in found.memories]
 

@@ -139,7 +139,7 @@ def names_known(rows: Iterable[IndexRow], features: QueryFeatures) -> bool:
     question naming the person whose memory this is is addressed to it), or most of its
     names are mentioned -- as speaker, as entity, or written as a name (capitalized) in the
     words. Most, not one: a question names the place, the event and the people of what it
-    asks ("the Redland Green Medical Practice"), and one common capitalized word of it
+    asks ("the Birchwood Green Clinic"), and one common capitalized word of it
     ("Green", "Day", "Easter") is in any folder. The case matters here, unlike in
     :func:`name_match`: "Door Dash" is not known from "the door". It matters only where the
     writer uses case, though: in a sentence typed all in lowercase ("going to quito w
@@ -165,7 +165,7 @@ def names_known(rows: Iterable[IndexRow], features: QueryFeatures) -> bool:
             # (Whether the sentence has case is asked only of one that holds a name.)
             if uncased(row.content.removeprefix(f"{row.speaker}: ")):
                 typed_in_lowercase.update(name.casefold() for name in found)
-    # Typed without case, a name is also a word ("half" of "Portland Half Marathon"): known
+    # Typed without case, a name is also a word ("half" of "the Lakeside Half Marathon"): known
     # that way, every one of the query's names must be there.
     known &= wanted
     return 2 * len(known) > len(wanted) or known | typed_in_lowercase >= wanted

@@ -143,7 +143,7 @@ class Weights:
     fusion: FusionWeights = field(default_factory=FusionWeights)
     # A sentence said holds a memory with this many words that tell something: not its
     # speaker's name, not an acknowledgment (:func:`telling_words`). One: in chat an answer
-    # is often a single word ("at 5am", "april 8").
+    # is often a single word ("at 6am", "the 14th").
     min_sentence_words: int = 1
     # Below the relevance floor, down to this cosine: what fills the budget's rest once the
     # folder clearly knows what is asked.
@@ -163,7 +163,7 @@ ACKNOWLEDGMENTS = frozenset(
 
 def telling_words(row: IndexRow) -> int:
     """How many words of a sentence said tell something: content words other than its
-    speaker's name and :data:`ACKNOWLEDGMENTS` ("Dana: Yes." none, "Eli: at 5am" one)."""
+    speaker's name and :data:`ACKNOWLEDGMENTS` ("Dana: Yes." none, "Lee: at 6am" one)."""
     skip = set(words(row.speaker)) | ACKNOWLEDGMENTS
     return sum(1 for word in content_words(row.content) if word not in skip)
 
