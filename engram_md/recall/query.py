@@ -136,7 +136,7 @@ def date_match(row: IndexRow, ranges: Sequence[tuple[date, date]]) -> float:
 
 def names_known(rows: Iterable[IndexRow], features: QueryFeatures) -> bool:
     """Whether ``rows`` know what the query names: one of its names is a speaker's (a
-    question naming the person whose memory this is is addressed to it), or most of its
+    question that names someone who speaks here is addressed to this memory), or most of its
     names are mentioned -- as speaker, as entity, or written as a name (capitalized) in the
     words. Most, not one: a question names the place, the event and the people of what it
     asks ("the Birchwood Green Clinic"), and one common capitalized word of it
