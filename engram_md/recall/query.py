@@ -112,11 +112,16 @@ def name_pattern(names: Sequence[str]) -> regex.Pattern[str] | None:
     return regex.compile(rf"\b(?:{alternatives})\b")
 
 
+def entity_names(row: IndexRow) -> set[str]:
+    """The names of the entities a memory carries: ``person-dana`` -> ``dana``."""
+    return {e.split("-", 1)[-1] for e in row.entities}
+
+
 def name_match(row: IndexRow, names: Sequence[str], pattern: regex.Pattern[str] | None) -> float:
     """Share of the query's names the memory carries: as speaker, entity or in its words."""
     if not names or pattern is None:
         return 0.0
-    carried = {e.split("-", 1)[-1] for e in row.entities} | {row.speaker.casefold()}
+    carried = entity_names(row) | {row.speaker.casefold()}
     found = set(pattern.findall(row.content.casefold()))
     return sum(1 for n in names if n in carried or n in found) / len(names)
 
@@ -156,8 +161,7 @@ def names_known(rows: Iterable[IndexRow], features: QueryFeatures) -> bool:
         speaker = row.speaker.casefold()
         if speaker in wanted:
             return True
-        carried = {e.split("-", 1)[-1] for e in row.entities}
-        known |= wanted & carried
+        known |= wanted & entity_names(row)
         known.update(name.casefold() for name in written.findall(row.content))
         if known >= wanted:
             return True

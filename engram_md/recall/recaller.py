@@ -154,7 +154,9 @@ WEIGHTS = Weights()
 
 # What people type to acknowledge, greet or react, not to tell: a said sentence of these and
 # its speaker's name holds no memory. Words that may answer a question ("fine", "great" for
-# "how did it go?") are not among them.
+# "how did it go?") are not among them, which is why this is not the extractor's longer
+# list of what is not worth a fact (extract.mentions.PLEASANTRIES): with that one, conv-30
+# lost 0.013 at 500 tokens and three held-out conversations 0.001-0.004.
 ACKNOWLEDGMENTS = frozenset(
     "yes yeah yep yup ya no nope nah ok okay kk sure thanks thank thx ty lol lmao haha "
     "hahaha hehe hi hey hello bye wow oh ah aw hmm um uh omg".split()
