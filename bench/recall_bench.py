@@ -147,6 +147,7 @@ class Folder:
                 weights=replace(base.weights, fusion=fusion),
                 graph=base.graph,
                 graph_cfg=base.graph_cfg,
+                said_order=base.said_order,
             )
         return found
 

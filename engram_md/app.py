@@ -49,6 +49,7 @@ from .ingest.updating import Statement, UpdateTracker
 from .integrations.service import WRITE_WAIT_SECONDS, DaemonOps, FolderOps, remember_answer
 from .organize.graph import GraphStore, load_adjacency
 from .organize.structure import Structure
+from .recall.context import SaidOrder
 from .recall.recaller import Recaller
 from .recall.server import RecallServer, find_daemon
 from .recall.wire import RecallOptions
@@ -276,6 +277,7 @@ def make_recaller(parts: FolderParts) -> Recaller:
         parts.cfg.recall,
         graph=graph,
         graph_cfg=parts.cfg.graph,
+        said_order=SaidOrder(parts.layout.memory_dir),
     )
 
 
@@ -469,6 +471,7 @@ def serving(engine: Engine) -> Iterator[None]:
         engine.cfg.recall,
         graph=graph,
         graph_cfg=engine.cfg.graph,
+        said_order=SaidOrder(engine.layout.memory_dir),
     )
     indexer = engine.indexer
     writer = FolderParts(

@@ -15,6 +15,7 @@ from engram_md.core.models import CandidateFact, Category, LifecycleState, Sourc
 from engram_md.index.saidindex import said_row_id
 from engram_md.index.table import IndexRow, MemoryIndex
 from engram_md.ingest.pipeline import to_fact
+from engram_md.recall.context import SaidOrder
 from engram_md.recall.fusion import FusionWeights
 from engram_md.recall.query import query_features
 from engram_md.recall.recaller import Recaller, Weights, telling_words
@@ -22,6 +23,7 @@ from engram_md.recall.result import ScoreParts
 from engram_md.recall.wire import RecallOptions
 from engram_md.store.access import AccessLog, Standing
 from engram_md.store.factfile import render_fact
+from engram_md.store.said import SaidTurn, format_line
 from engram_md.text.embeddings import LocalMiniLM
 from engram_md.text.words import estimate_tokens
 
@@ -413,3 +415,63 @@ def test_a_one_word_answer_is_a_memory_and_an_acknowledgment_is_not(
     assert yes.content not in found and thanks.content not in found
     asked = r.recall("When does Lee lifeguard at the pool on Saturday?", RecallOptions())
     assert early.content in [m.content for m in asked.memories]
+
+
+def test_the_message_after_the_one_a_question_matches_is_recalled_with_it(
+    tmp_path: Path, minilm: LocalMiniLM
+) -> None:
+    """In chat the answer is often a later message: "why did Lee take the night shift?"
+    matches the message that tells of the shift, and the reason comes two messages on, in
+    words the question does not use. The order comes from the said file."""
+    lines = [
+        ("t1", "Dana", "did you see the game"),
+        ("t2", "Lee", "missed it, was working"),
+        ("t3", "Lee", "took the night shift at the hospital"),
+        ("t4", "Dana", "whoa why"),
+        ("t5", "Lee", "way more money honestly"),
+        ("t6", "Dana", "the cat knocked over my plant again"),
+        ("t7", "Lee", "need new running shoes"),
+        ("t8", "Dana", "what are you cooking tonight"),
+        ("t9", "Lee", "the hospital cafeteria is terrible at night"),
+        ("t10", "Dana", "trying that ramen place on 5th"),
+        ("t11", "Lee", "my sister works nights too"),
+        ("t12", "Dana", "parking at the hospital costs a fortune"),
+        ("t13", "Lee", "rain all week apparently"),
+        ("t14", "Dana", "the night bus is always late"),
+        ("t15", "Lee", "bringing an umbrella"),
+        ("t16", "Dana", "hospital wifi is a joke"),
+        ("t17", "Lee", "movie on friday?"),
+    ]
+    memory = tmp_path / "memory"
+    rel = "said/2026-03-02/s-1.md"
+    body = "\n".join(
+        format_line(SaidTurn(turn, "s-1", speaker, T0 + timedelta(minutes=n), text))
+        for n, (turn, speaker, text) in enumerate(lines)
+    )
+    (memory / rel).parent.mkdir(parents=True)
+    (memory / rel).write_text(f"---\nsession: s-1\ndate: 2026-03-02\n---\n\n{body}\n")
+    rows = [replace(said(t, f"{who}: {text}"), speaker=who) for t, who, text in lines]
+    question = "Why did Lee take the night shift at the hospital?"
+    small = RecallOptions(budget_tokens=50, record_access=False)
+    reason = "Lee: way more money honestly"
+
+    alone = recaller(tmp_path / "alone", minilm, rows)
+    assert reason not in [m.content for m in alone.recall(question, small).memories]
+    order = SaidOrder(memory)
+    assert order.around(rel, "t3", 2) == ("t2", "t4", "t1", "t5")
+    assert order.around(rel, "t17", 1) == ("t16",)
+    assert order.around(rel, "t-unknown", 2) == ()
+    assert order.around("facts/2026-03-02/x.md", "t1", 2) == ()
+    with_context = recaller(tmp_path / "context", minilm, rows)
+    with_context.said_order = order
+    found = [m.content for m in with_context.recall(question, small).memories]
+    assert found[0] == "Lee: took the night shift at the hospital"
+    assert reason in found
+
+    # Asked without the name, the reason is far from the question in meaning (below the
+    # relevance floor): alone it is left out whatever the budget; as the context of a
+    # sentence that passes the floor, it passes with it.
+    nameless = "Why take the night shift at the hospital?"
+    roomy = RecallOptions(budget_tokens=1000, record_access=False)
+    assert reason not in [m.content for m in alone.recall(nameless, roomy).memories]
+    assert reason in [m.content for m in with_context.recall(nameless, roomy).memories]

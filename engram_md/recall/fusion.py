@@ -15,14 +15,16 @@ A sentence spoken by someone the query names is lifted by ``name_lift``. Facts t
 (a preference, a decision, a relationship: what the extractor distilled, not a moment's
 words) join the same ranking with ``note_weight`` × their reciprocal rank; episodes do not,
 since their sentences stand for them. A fact no longer true votes only when it stays true
-as history (an event, a plan carried out; ``history_vote``). Measured on the LoCoMo dev
-conversations with the offline extractor, tuned on one and reported on the other
-(docs/ARCHITECTURE.md "Recall").
+as history (an event, a plan carried out; ``history_vote``). Last, the turns said just
+before and after the best sentences gain a share of their score (``context_share``;
+recall/context.py): a chat answer is often the message after the one a question matches.
+Measured on the LoCoMo dev conversations with the offline extractor, tuned on one and
+reported on the other (docs/ARCHITECTURE.md "Recall").
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +35,8 @@ from ..text.claims import tells_event
 from ..text.words import content_words
 
 SAID = f"kind = '{SAID_KIND}'"
+# The turns said around a sentence's turn, nearest first: (said row, reach) -> turn ids.
+Around = Callable[[IndexRow, int], Sequence[str]]
 # A turn's sentences are looked up by id; a turn longer than this many sentences gets its
 # fact's vote on the first ones only.
 SENTENCES_LOOKED_UP = 24
@@ -51,8 +55,11 @@ class FusionWeights:
     # tokens and the three texts went from 0.854/0.824 (conv-26/conv-30) at 60 to 0.869/0.849,
     # and most on the shortest messages (one per clause: 0.869 -> 0.895 at 1000 tokens).
     rrf_k: int = 10
-    fact_vote: float = 2.0
-    note_weight: float = 2.0
+    # A fact's vote and a note's place weigh as much as a channel. They weighed twice as much
+    # until the context below: with it, 1 measured better on both dev conversations at 500
+    # tokens and the same or better at 1000 (docs/ARCHITECTURE.md "Recall").
+    fact_vote: float = 1.0
+    note_weight: float = 1.0
     name_lift: float = 0.3
     # The sentence a superseded or invalidated fact was drawn from ("I live in Berlin" after
     # "we moved to Munich") is weighed by this factor; 0 leaves it out. Only the sentence
@@ -73,6 +80,14 @@ class FusionWeights:
     # in an earlier measure; 0.25 and 0.5 measured the same, 0.5 ranks it below the current
     # facts that vote with it.
     history_vote: float = 0.5
+    # Context: the sentences of the turns within ``context_reach`` lines of each of the best
+    # ``context_hits`` sentences gain ``context_share`` of its score (recall/context.py). In
+    # chat the answer is often the message after the one a question matches. Across the LoCoMo
+    # dev pair and the held-out conversations (docs/ARCHITECTURE.md "Recall"), reach 2 with a
+    # share of 0.2-0.4 over the best 10-15 sentences measured alike; reach 1 gained half.
+    context_share: float = 0.3
+    context_hits: int = 10
+    context_reach: int = 2
 
 
 @dataclass(frozen=True)
@@ -89,6 +104,7 @@ class SaidCandidate:
 class FusedItem:
     row: IndexRow
     score: float
+    context_of: str = ""  # the id of the sentence whose context lifted it, if one did
 
 
 def said_candidates(
@@ -122,6 +138,7 @@ def fuse(
     names: Sequence[str],
     outdated: Mapping[tuple[str, str], Sequence[frozenset[str]]],
     w: FusionWeights,
+    around: Around | None = None,
 ) -> list[FusedItem]:
     """Sentences and notes in one ranking, best first (see the module's docstring)."""
     k = w.rrf_k
@@ -159,8 +176,31 @@ def fuse(
             if statements and drawn_from(row.content, statements):
                 scores[row_id] *= outdated_weight(row.content, w)
     scores = {row_id: score for row_id, score in scores.items() if score > 0.0}
+    context_of: dict[str, str] = {}
+    if around is not None and w.context_share and w.context_hits and w.context_reach:
+        support = _context_support(rows, scores, around, w)
+        for row in _sentences_of(index, support):
+            lent, lender = support[(row.session, row.source_turn_ids[0])]
+            rows[row.id] = row
+            scores[row.id] = scores.get(row.id, 0.0) + lent
+            context_of[row.id] = lender
     order = sorted(scores, key=lambda row_id: (-scores[row_id], row_id))[:FUSED_KEPT]
-    return [FusedItem(rows[row_id], scores[row_id]) for row_id in order]
+    return [FusedItem(rows[i], scores[i], context_of.get(i, "")) for i in order]
+
+
+def _context_support(
+    rows: Mapping[str, IndexRow], scores: Mapping[str, float], around: Around, w: FusionWeights
+) -> dict[tuple[str, str], tuple[float, str]]:
+    """What each turn said near one of the best sentences gains, by (session, turn):
+    ``context_share`` of the best such sentence's score, and that sentence's id."""
+    said = (row_id for row_id in scores if rows[row_id].kind == SAID_KIND)
+    best = sorted(said, key=lambda row_id: (-scores[row_id], row_id))[: w.context_hits]
+    support: dict[tuple[str, str], tuple[float, str]] = {}
+    for row_id in best:  # best first: a turn keeps the first, strongest, lender
+        row, lent = rows[row_id], w.context_share * scores[row_id]
+        for turn in around(row, w.context_reach):
+            support.setdefault((row.session, turn), (lent, row_id))
+    return support
 
 
 # Share of an outdated statement's words a sentence must hold to be the one it was drawn from.
