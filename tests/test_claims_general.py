@@ -202,6 +202,18 @@ def test_whom_a_message_is_said_to_ties_nothing() -> None:
     assert update_reason(old, new, "Caroline", "Caroline") is None
 
 
+def test_an_exchange_of_chat_messages_with_no_stops_is_no_one_s_statement() -> None:
+    # Chat messages end with no stop, so an episode's turns run on: "… 30 shirts Dana: …".
+    # The second speaker's label is not part of what the first sold, and the exchange says
+    # nothing of how things stand for either of them.
+    exchange = "Lee: and we sold all 30 shirts Dana: merch empire Lee: the drummer cried"
+    assert claims(exchange, "lee") == ()
+    old = "Lee: u literally climb walls for fun Dana: bouldering doesnt count"
+    assert update_reason(old, exchange, "Lee", "Lee") is None
+    assert claims("Note: we sold the van", "lee")  # a note's heading is not a speaker
+    assert claims("Lee: we sold the van", "lee")
+
+
 def test_a_doctors_title_does_not_end_a_sentence() -> None:
     stated = claims("Kai's GP is Dr. Rao at the Mill Lane clinic.", "kai")
     has = [c for c in stated if c.slot == "has"]

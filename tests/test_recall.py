@@ -475,3 +475,28 @@ def test_the_message_after_the_one_a_question_matches_is_recalled_with_it(
     roomy = RecallOptions(budget_tokens=1000, record_access=False)
     assert reason not in [m.content for m in alone.recall(nameless, roomy).memories]
     assert reason in [m.content for m in with_context.recall(nameless, roomy).memories]
+
+
+def test_a_statement_no_longer_true_is_not_brought_back_as_context(
+    tmp_path: Path, minilm: LocalMiniLM
+) -> None:
+    """ "I live in Berlin" was said just before "we moved to Munich": the move's sentence
+    lends its neighbours a share of its score, and the outdated one must stay out."""
+    rows = moved_to_munich()
+    memory = tmp_path / "memory"
+    said_rows = [r for r in rows if r.kind == "said"]
+    body = "\n".join(
+        format_line(SaidTurn(r.source_turn_ids[0], "s-1", "Lee", T0, r.content[5:]))
+        for r in said_rows
+    )
+    (memory / said_rows[0].path).parent.mkdir(parents=True)
+    (memory / said_rows[0].path).write_text(f"---\nsession: s-1\ndate: 2026-03-02\n---\n\n{body}\n")
+    r = recaller(tmp_path / "index", minilm, rows)
+    r.said_order = SaidOrder(memory)
+    assert r.said_order.around(said_rows[1].path, "t2", 1) == ("t1", "t3")
+    asked = RecallOptions(record_access=False, explain=True)
+    found = r.recall("Where does Lee live?", asked)
+    contents = [m.content for m in found.memories]
+    assert "Lee: We moved to Munich last month." in contents
+    assert "Lee: I live in Berlin with my partner." not in contents
+    assert any("context" in c.channels for c in found.candidates)

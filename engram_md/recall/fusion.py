@@ -56,8 +56,8 @@ class FusionWeights:
     # and most on the shortest messages (one per clause: 0.869 -> 0.895 at 1000 tokens).
     rrf_k: int = 10
     # A fact's vote and a note's place weigh as much as a channel. They weighed twice as much
-    # until the context below: with it, 1 measured better on both dev conversations at 500
-    # tokens and the same or better at 1000 (docs/ARCHITECTURE.md "Recall").
+    # until the context below: with it, 1 measured better on both dev conversations at 1000
+    # tokens, and at 500 better on one and the same on the other (docs/ARCHITECTURE.md).
     fact_vote: float = 1.0
     note_weight: float = 1.0
     name_lift: float = 0.3
@@ -168,14 +168,6 @@ def fuse(
         for row_id, row in rows.items():
             if row.kind == SAID_KIND and row.speaker.casefold() in named:
                 scores[row_id] *= 1.0 + w.name_lift
-    if outdated:
-        for row_id, row in rows.items():
-            if row.kind != SAID_KIND:
-                continue
-            statements = outdated.get((row.session, row.source_turn_ids[0]))
-            if statements and drawn_from(row.content, statements):
-                scores[row_id] *= outdated_weight(row.content, w)
-    scores = {row_id: score for row_id, score in scores.items() if score > 0.0}
     context_of: dict[str, str] = {}
     if around is not None and w.context_share and w.context_hits and w.context_reach:
         support = _context_support(rows, scores, around, w)
@@ -184,6 +176,16 @@ def fuse(
             rows[row.id] = row
             scores[row.id] = scores.get(row.id, 0.0) + lent
             context_of[row.id] = lender
+    # After the context, so that a statement no longer true is not brought back by the
+    # sentence said next to it ("we moved to Munich" after "I live in Berlin").
+    if outdated:
+        for row_id, row in rows.items():
+            if row.kind != SAID_KIND:
+                continue
+            statements = outdated.get((row.session, row.source_turn_ids[0]))
+            if statements and drawn_from(row.content, statements):
+                scores[row_id] *= outdated_weight(row.content, w)
+    scores = {row_id: score for row_id, score in scores.items() if score > 0.0}
     order = sorted(scores, key=lambda row_id: (-scores[row_id], row_id))[:FUSED_KEPT]
     return [FusedItem(rows[i], scores[i], context_of.get(i, "")) for i in order]
 

@@ -50,8 +50,13 @@ def without_asides(text: str) -> str:
     return _ASIDE.sub("", text)
 
 
-# "Dana: … Lee: …": an exchange between people, whose claims belong to more than one.
-_SECOND_LABEL = regex.compile(r"(?:^|[.!?]\s+)[\p{Lu}][\p{L}\-]{1,30}:\s")
+# "Dana: … Lee: …": an exchange between people, whose claims belong to more than one. A chat
+# message often ends with no stop ("Lee: we sold all 30 shirts Dana: merch empire"), so a
+# label counts after any space; words that head a note ("Note:", "Update:") are not names.
+_SECOND_LABEL = regex.compile(
+    r"(?:^|\s)(?!(?i:todo|to-do|note|notes|update|reminder|fyi|ps|btw|edit|list|goal|plan)"
+    r"\s*:)[\p{Lu}][\p{L}\-]{1,30}:\s"
+)
 
 
 # Who a clause is about, when it is not the speaker: "my sister", "my husband", "Ren".
