@@ -183,16 +183,22 @@ def test_facts_that_share_only_the_name_do_not_outvote_the_answer(
 ) -> None:
     """Every fact about Jon is close to a question naming Jon: the facts vote for their
     sentences in the order of what the question asks about him, so the one that answers it
-    brings its words first, not those of whichever fact matched the name best."""
+    brings its words into a small budget, not only those of whichever fact matched the name
+    best. (Since a fact's vote weighs as much as a channel, "which city…" puts a sentence
+    close in meaning to "visited" first and the answer second; measured on the LoCoMo dev
+    pair, the lighter vote recalled more: docs/ARCHITECTURE.md "Recall".)"""
     rows = []
     for turn, words, fact in JON:
         rows.append(replace(said(turn, f"Jon: {words}"), speaker="Jon"))
         rows.append(row(f"f-{turn}", fact, source_turn_ids=(turn,), speaker="Jon"))
     r = recaller(tmp_path, minilm, rows)
     asked = RecallOptions(budget_tokens=30, record_access=False)
-    for question in ("Which city has Jon visited?", "Where did Jon travel to?"):
-        found = [m.content for m in r.recall(question, asked).memories]
-        assert found[0] == "Jon: took a short trip last week to clear my mind", question
+    answer = "Jon: took a short trip last week to clear my mind"
+    found = [m.content for m in r.recall("Where did Jon travel to?", asked).memories]
+    assert found[0] == answer
+    found = [m.content for m in r.recall("Which city has Jon visited?", asked).memories]
+    assert answer in found[:2]
+    assert "Jon: i love running my own studio" not in found  # the name's best match
 
 
 class _Counting:

@@ -7,6 +7,8 @@
           -> lifecycle adjustment -> seed-001 score (importance, repetition, access, kind,
              tier, recency, sigmoid); recall counts and lifecycle states are read from
              state/access.jsonl (the index and the fact files hold neither)
+          -> with sentences of what was said: one ranking with the facts' votes, the turns
+             said next to the best sentences lifted as their context (fusion.py, context.py)
           -> relevant preferences and procedures first, then by score
           -> leave out what repeats a kept memory (same source turns, or near-identical)
           -> cut to the budget (a token is 4 characters of content, rounded up)
