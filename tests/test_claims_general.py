@@ -203,10 +203,10 @@ def test_whom_a_message_is_said_to_ties_nothing() -> None:
 
 
 def test_an_exchange_of_chat_messages_with_no_stops_is_no_one_s_statement() -> None:
-    # Chat messages end with no stop, so an episode's turns run on: "… 30 shirts Dana: …".
+    # Chat messages end with no stop, so an episode's turns run on: "… 40 boxes Dana: …".
     # The second speaker's label is not part of what the first sold, and the exchange says
     # nothing of how things stand for either of them.
-    exchange = "Lee: and we sold all 30 shirts Dana: merch empire Lee: the drummer cried"
+    exchange = "Lee: and we packed all 40 boxes Dana: moving pros Lee: the van is full"
     assert claims(exchange, "lee") == ()
     old = "Lee: u literally climb walls for fun Dana: bouldering doesnt count"
     assert update_reason(old, exchange, "Lee", "Lee") is None

@@ -426,20 +426,20 @@ def test_the_message_after_the_one_a_question_matches_is_recalled_with_it(
     lines = [
         ("t1", "Dana", "did you see the game"),
         ("t2", "Lee", "missed it, was working"),
-        ("t3", "Lee", "took the night shift at the hospital"),
+        ("t3", "Lee", "took the night shift at the warehouse"),
         ("t4", "Dana", "whoa why"),
-        ("t5", "Lee", "way more money honestly"),
+        ("t5", "Lee", "rent went up again lol"),
         ("t6", "Dana", "the cat knocked over my plant again"),
         ("t7", "Lee", "need new running shoes"),
         ("t8", "Dana", "what are you cooking tonight"),
-        ("t9", "Lee", "the hospital cafeteria is terrible at night"),
+        ("t9", "Lee", "the warehouse cafeteria is terrible at night"),
         ("t10", "Dana", "trying that ramen place on 5th"),
         ("t11", "Lee", "my sister works nights too"),
-        ("t12", "Dana", "parking at the hospital costs a fortune"),
+        ("t12", "Dana", "parking at the warehouse costs a fortune"),
         ("t13", "Lee", "rain all week apparently"),
         ("t14", "Dana", "the night bus is always late"),
         ("t15", "Lee", "bringing an umbrella"),
-        ("t16", "Dana", "hospital wifi is a joke"),
+        ("t16", "Dana", "warehouse wifi is a joke"),
         ("t17", "Lee", "movie on friday?"),
     ]
     memory = tmp_path / "memory"
@@ -451,9 +451,9 @@ def test_the_message_after_the_one_a_question_matches_is_recalled_with_it(
     (memory / rel).parent.mkdir(parents=True)
     (memory / rel).write_text(f"---\nsession: s-1\ndate: 2026-03-02\n---\n\n{body}\n")
     rows = [replace(said(t, f"{who}: {text}"), speaker=who) for t, who, text in lines]
-    question = "Why did Lee take the night shift at the hospital?"
+    question = "Why did Lee take the night shift at the warehouse?"
     small = RecallOptions(budget_tokens=50, record_access=False)
-    reason = "Lee: way more money honestly"
+    reason = "Lee: rent went up again lol"
 
     alone = recaller(tmp_path / "alone", minilm, rows)
     assert reason not in [m.content for m in alone.recall(question, small).memories]
@@ -465,16 +465,19 @@ def test_the_message_after_the_one_a_question_matches_is_recalled_with_it(
     with_context = recaller(tmp_path / "context", minilm, rows)
     with_context.said_order = order
     found = [m.content for m in with_context.recall(question, small).memories]
-    assert found[0] == "Lee: took the night shift at the hospital"
+    assert found[0] == "Lee: took the night shift at the warehouse"
     assert reason in found
 
-    # Asked without the name, the reason is far from the question in meaning (below the
-    # relevance floor): alone it is left out whatever the budget; as the context of a
-    # sentence that passes the floor, it passes with it.
-    nameless = "Why take the night shift at the hospital?"
+    # With a floor above the reason's cosine (it is far from the question in meaning), it
+    # is left out alone whatever the budget; as the context of a sentence that passes the
+    # floor, in a folder that clearly knows the topic, it passes with it.
+    strict = {"relevance_floor": 0.3, "fill_floor": 0.3}
+    nameless = "Why take the night shift at the warehouse?"
     roomy = RecallOptions(budget_tokens=1000, record_access=False)
-    assert reason not in [m.content for m in alone.recall(nameless, roomy).memories]
-    assert reason in [m.content for m in with_context.recall(nameless, roomy).memories]
+    floored = recaller(tmp_path / "floored", minilm, rows, **strict)
+    assert reason not in [m.content for m in floored.recall(nameless, roomy).memories]
+    floored.said_order = order
+    assert reason in [m.content for m in floored.recall(nameless, roomy).memories]
 
 
 def test_a_statement_no_longer_true_is_not_brought_back_as_context(

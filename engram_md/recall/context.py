@@ -1,8 +1,9 @@
 """The turns said around a sentence, in the order of its said file.
 
 In chat a thought is spread over several short messages, and the answer to a question is
-often the message after the one that matches it ("why did you take the night job?" matches
-"took the ER job, nights", and the answer is the next message, "way more money"). Recall
+often the message after the one that matches it ("why did you take the night shift?" matches
+"took the night shift at the warehouse", and the answer is the next message, "rent went up
+again"). Recall
 lends a share of a strong sentence's score to the sentences of the turns just before and
 after it (``FusionWeights.context_share``); this module says which turns those are.
 

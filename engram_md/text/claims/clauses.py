@@ -51,7 +51,7 @@ def without_asides(text: str) -> str:
 
 
 # "Dana: … Lee: …": an exchange between people, whose claims belong to more than one. A chat
-# message often ends with no stop ("Lee: we sold all 30 shirts Dana: merch empire"), so a
+# message often ends with no stop ("Lee: we packed all 40 boxes Dana: moving pros"), so a
 # label counts after any space; words that head a note ("Note:", "Update:") are not names.
 _SECOND_LABEL = regex.compile(
     r"(?:^|\s)(?!(?i:todo|to-do|note|notes|update|reminder|fyi|ps|btw|edit|list|goal|plan)"
