@@ -37,9 +37,13 @@ def _without_speaker_label(text: str) -> str:
     return without_asides(_LABEL.sub("", text, count=1))
 
 
+# Words that head a note ("Note:", "Update:"), not a speaker's name before a colon.
+_HEADING = (
+    r"(?!(?i:todo|to-do|note|notes|update|reminder|fyi|ps|btw|edit|heads\s+up|list|goal|plan|"
+    r"new\s+\w+)\s*:)"
+)
 _LABEL = regex.compile(
-    r"^(?!(?i:todo|to-do|note|notes|update|reminder|fyi|ps|btw|edit|heads\s+up|list|goal|plan|"
-    r"new\s+\w+)\s*:)\p{Lu}[\p{L}.'\-]*(?:\s+\p{Lu}[\p{L}.'\-]*){0,3}:\s+"
+    rf"^{_HEADING}\p{{Lu}}[\p{{L}}.'\-]*(?:\s+\p{{Lu}}[\p{{L}}.'\-]*){{0,3}}:\s+"
 )
 _ASIDE = regex.compile(r"\s*\[[^\]]*\]")
 
@@ -52,11 +56,8 @@ def without_asides(text: str) -> str:
 
 # "Dana: … Lee: …": an exchange between people, whose claims belong to more than one. A chat
 # message often ends with no stop ("Lee: we packed all 40 boxes Dana: moving pros"), so a
-# label counts after any space; words that head a note ("Note:", "Update:") are not names.
-_SECOND_LABEL = regex.compile(
-    r"(?:^|\s)(?!(?i:todo|to-do|note|notes|update|reminder|fyi|ps|btw|edit|list|goal|plan)"
-    r"\s*:)[\p{Lu}][\p{L}\-]{1,30}:\s"
-)
+# label counts after any space (not a heading, :data:`_HEADING`).
+_SECOND_LABEL = regex.compile(rf"(?:^|\s){_HEADING}[\p{{Lu}}][\p{{L}}\-]{{1,30}}:\s")
 
 
 # Who a clause is about, when it is not the speaker: "my sister", "my husband", "Ren".
