@@ -16,9 +16,10 @@ whether a newer statement's claims replace an older one's. The rules, each expla
   with it"), what was taken on too ("signed up for …" → "dropped out of …"), or says it
   ended ("the Volvo died", "the account is closed", "the knee has healed", "the contract
   ended", "the Kindle is in a drawer") and what it ends is what the older statement was about.
-* **It was done.** The older statement is a plan or a to-do ("I need to call the bank") and
-  the newer one says that work was done or called off ("finally called the bank"): the
-  plan's own verb done, or a done-word, to the same thing -- not merely a shared verb.
+* **It was done.** The older statement is a plan, a to-do ("I need to call the bank") or work
+  under way ("I'm building a canoe"), and the newer one says that work was done or called off
+  ("finally called the bank", "FINISHED!! the canoe is in the water"): the plan's own verb
+  done, or a done-word, to the same thing -- not merely a shared verb.
 * **It changed, in general words.** The newer statement says a change ("… now", "not …
   anymore", "switched", "these days", "instead", "went back to", "moved Mia to …") in a
   clause that names what the older statement was about -- a shared word, the same verb said

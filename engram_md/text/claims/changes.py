@@ -14,6 +14,7 @@ from .clauses import (
     _ADDITIVE,
     _ADDS_TO,
     _PEOPLE,
+    _SENTENCE,
     _STILL,
     _SUBJECT_END,
     _TOO,
@@ -244,7 +245,8 @@ _CHANGE = regex.compile(
     _I,
 )
 _LIKE = regex.compile(
-    rf"\b(?:(?:now\s+)?(?:love|loves|loving|like|likes|prefer|prefers|enjoy|enjoys|enjoying)|(?<=(?:{_APOS}m|{_APOS}re|"
+    rf"\b(?:(?:now\s+)?(?:love|loves|loving|(?<!\b(?:tastes?|looks?|feels?|sounds?|smells?|seems?)\s)like|"
+    rf"likes|prefer|prefers|enjoy|enjoys|enjoying)|(?<=(?:{_APOS}m|{_APOS}re|"
     rf"\bam|\bare|\bis|really|so|totally|very|big|getting|got|been)\s+)into|fan\s+of|"
     rf"(?:i{_APOS}m|i\s+am|[A-Z]\w+\s+is)\s+an?\s+(?P<lv>\w+)\s+(?:drinker|person|fan|lover|"
     rf"convert))\s+(?:the\s+)?(?P<v>[^,.;:!?()]{{1,40}}?)(?=\s*(?:$|[,.;:!?()]|\s(?:now|and|"
@@ -258,6 +260,27 @@ _GROWN_ON = regex.compile(
     r"\b(?:hooked\s+on|obsessed\s+with|addicted\s+to)\s+(?:the\s+)?(?P<v>[\p{L}\-]+(?:\s+[\p{L}\-]+)?)".replace(
         "{_APOS}", _APOS
     ),
+    _I,
+)
+# Gone off or come round, told by how it tastes or feels: "lager tastes like cardboard to me",
+# "my old trackpad feels wrong", "gin does nothing for me", "fennel tastes great to me now".
+_TURNED_AGAINST = regex.compile(
+    r"(?P<v>[\p{L}\-]+(?:\s+[\p{L}\-]+)?)\s+(?:(?:tastes?|feels?|smells?|sounds?)\s+(?:like\s+"
+    r"(?:soap|sadness|cardboard|dirt|garbage|trash|punishment|medicine)|awful|terrible|gross|"
+    r"horrible|alien|wrong)|does\s+nothing\s+for\s+(?:me|(?-i:[A-Z])\w+)|"
+    r"(?:is|are)\s+dead\s+to\s+me)\b",
+    _I,
+)
+# "I'm a cider drinker.", "Kai is a dog lover": a liking said of who one is, nothing after it.
+_KIND_OF_PERSON = regex.compile(
+    rf"\b(?:i{_APOS}m|i\s+am|(?-i:[A-Z])\w+\s+is)\s+an?\s+(?:(?:big|huge|real|total)\s+)?"
+    r"(?P<v>\w+)\s+(?:drinker|person|fan|lover|convert)\b",
+    _I,
+)
+_COME_ROUND = regex.compile(
+    r"(?P<v>[\p{L}\-]+(?:\s+[\p{L}\-]+)?)\s+(?:tastes?|feels?|is|are)\s+(?:totally\s+|actually\s+)?"
+    r"(?:fine|great|good|amazing|nice|easier|way\s+easier)\s+(?:to|for)\s+(?:me|(?-i:[A-Z])\w+)\s+"
+    r"(?:now|lately|these\s+days)\b",
     _I,
 )
 _DISLIKE = regex.compile(
@@ -305,6 +328,15 @@ _AS_A_REASON = regex.compile(
     r"(?:lost|got\s+laid\s+off|got\s+fired|was\s+(?:laid\s+off|fired|made\s+redundant))\b",
     _I,
 )
+
+
+def _sentence_after(text: str, sentence: str) -> str:
+    """The sentence that follows ``sentence`` in ``text`` ("" if none)."""
+    parts = _SENTENCE.split(text)
+    for at, part in enumerate(parts[:-1]):
+        if sentence in part:
+            return parts[at + 1]
+    return ""
 
 
 def _change_claims(clause: str, who: str, holder: str, whole: str) -> Iterator[Claim]:
@@ -376,8 +408,13 @@ def _change_claims(clause: str, who: str, holder: str, whole: str) -> Iterator[C
     if done:  # "I haven't done pottery yet" is not done
         sentence = " ".join(_sentences_with(whole, clause))
         # The done-word is not the work: "passed" does not tie "pass it on" to "passed a test".
-        cue = salient(" ".join(w for m in done for w in m.group(0).split() if w in _DONE_WORDS))
-        yield Claim(who, "done", salient(_VOCATIVE.sub("", sentence), ignore) - cue)
+        cue = salient(
+            " ".join(w for m in done for w in m.group(0).split() if w.casefold() in _DONE_WORDS)
+        )
+        value = salient(_VOCATIVE.sub("", sentence), ignore) - cue
+        if not value:  # "FINISHED!! the mural is up": the work is named in the next sentence
+            value = salient(_VOCATIVE.sub("", _sentence_after(whole, sentence)), ignore) - cue
+        yield Claim(who, "done", value)
     strong = [m.group(0).casefold() for m in _STRONG_CHANGE.finditer(clause)]
     if any(not w.startswith("in the") for w in strong) or strong and _CHOICE.search(clause):
         # "in the end" changes a decision said with a choice ("went with green in the end"),
@@ -391,6 +428,14 @@ def _change_claims(clause: str, who: str, holder: str, whole: str) -> Iterator[C
         value = salient(m.group("v") + " " + (m.group("lv") or ""), ignore)
         if value and not _ADDITIVE.search(clause) and not _negated(clause, m.start()):
             yield Claim(who, "like", value)  # not "I don't really like sushi"
+    for m in _TURNED_AGAINST.finditer(clause):
+        if not _negated(clause, m.start()):
+            yield Claim(who, "dislike", salient(m.group("v"), ignore))
+    for m in _KIND_OF_PERSON.finditer(clause):
+        if not _negated(clause, m.start()):
+            yield Claim(who, "like", salient(m.group("v"), ignore))
+    for m in _COME_ROUND.finditer(clause):
+        yield Claim(who, "like", salient(m.group("v"), ignore))
     for m in _DISLIKE.finditer(clause):
         value = salient(m.group("v"), ignore)
         if value:

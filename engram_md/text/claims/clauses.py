@@ -96,7 +96,15 @@ def _is_other(clause: str, holder: str) -> bool:
         return False  # "Dana coaches Dana's nephew's team": Dana's, not the nephew's
     if holder and pattern(rf"\band\s+{regex.escape(holder)}\b", _I).search(subject):
         return False
+    if _HE_OR_SHE.match(subject) and not _SPEAKER_IN.search(clause):
+        return True
     return _OTHER_PERSON.search(subject) is not None
+
+
+# "she's with a bank in Lyon now": in a person's own words, he or she is never the speaker, unless
+# the speaker is in the clause too ("she helped us move", "she's our second dog").
+_HE_OR_SHE = regex.compile(rf"\W*(?:he|she)(?:{_APOS}s|{_APOS}d|{_APOS}ll)?\b", _I)
+_SPEAKER_IN = regex.compile(r"\b(?:me|us|we|our|ours|my|mine|i)\b", _I)
 
 
 # A clause that wonders, asks or imagines claims nothing.

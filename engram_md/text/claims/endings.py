@@ -107,6 +107,8 @@ _DONE = regex.compile(
     rf"(?<!\b{_PEOPLE}\s+(?:(?:has|have|finally|just)\s+)?)arrived|"
     r"sorted|fixed|postponed\s+indefinitely|went\s+out|went\s+(?:really\s+)?well|"
     r"cancel|had\s+(?:his|her|their)|"
+    # called off in other words: "the Friday demo got axed", "the plan was shelved"
+    r"got\s+(?:killed|axed|canned|nixed|shelved|reversed|dropped)|"
     # "hallway's tiled", "the tap is fixed": done, said of the work itself
     rf"(?:is|{_APOS}s|are|was|were)\s+(?:been\s+)?(?:all\s+|finally\s+|now\s+)?(?:[a-z]+ed|done)(?=\W|$)"
     r"(?!\s+(?:for|to|until|till)\b)"  # "is booked for April" is still to come
@@ -188,7 +190,10 @@ _BORN = regex.compile(
     r"^\W*born\s+(?:(?:at|on)\b|\d|yesterday|today|this|last|early|late|just)|"
     rf"\b(?:was|were|got)\s+born\b|\bgave\s+birth\b|\bbaby(?:{_APOS}s|\s+is|\s+has)\s+"
     r"(?:here|arrived)\b|\b(?:baby|son|daughter|twins|boy|girl)\s+(?:[\w\-]+\s+){0,2}"
-    r"(?:arrived|was\s+born|were\s+born)\b|\blost\s+the\s+baby\b|\bmiscarr\w+",
+    r"(?:arrived|was\s+born|were\s+born)\b|\blost\s+the\s+baby\b|\bmiscarr\w+|"
+    # "Noa is 10 days old": a birth told by the age it gives
+    r"\b(?:(?-i:[A-Z])\w+|she|he|(?:the|our|my)\s+(?:baby|son|daughter|boy|girl|little\s+one))\s+"
+    r"(?:is|turns?|turned)\s+(?:\d+|one|two|three|four|five|six)\s+(?:days?|weeks?)\s+old\b",
     _I,
 )
 _ON_LEAVE = regex.compile(
@@ -198,7 +203,9 @@ _ON_LEAVE = regex.compile(
 )
 # Back from a leave: "back at work as of Monday", "back in the office after paternity leave".
 _BACK_FROM_LEAVE = regex.compile(
-    r"\bback\s+(?:at|in|to)\s+(?:the\s+)?(?:work|office|job|desk)\b", _I
+    r"\bback\s+(?:at|in|to)\s+(?:the\s+|my\s+)?(?:work|office|job|desk)\b|"
+    r"\bcleared\s+(?:me\s+)?(?:to|for)\s+(?:return|work|go\s+back)\b",
+    _I,
 )
 
 
@@ -228,14 +235,33 @@ _ILL = regex.compile(
     rf"\b(?:i{_APOS}ve\s+got|i\s+have|i{_APOS}m\s+(?:down|sick|off|laid\s+up)\s+with|"
     rf"(?:came|come)\s+down\s+with|tested\s+positive\s+for|got)\s+(?:the\s+)?(?:{_ILLNESS})\b|"
     rf"\b(?:i{_APOS}m|i\s+am)\s+(?:\w+\s+)?(?:sick|ill|poorly|unwell|bedridden)\b|"
-    r"\btested\s+positive\b",
+    r"\btested\s+positive\b|"
+    # an injury that keeps one from things: "broke my wrist", "on crutches"
+    r"\b(?:broke|broken|fractured|sprained|tore|torn|busted)\s+(?:my\s+)?(?:left\s+|right\s+)?"
+    r"(?:wrist|arm|leg|ankle|foot|hand|finger|toe|collarbone|ribs?|knee|hip|shoulder|acl)\b|"
+    r"\b(?:in\s+a\s+cast|on\s+crutches)\b",
     _I,
 )
 _RECOVERED = regex.compile(
     r"\b(?:feeling\s+(?:\w+\s+)?(?:better|human|normal|myself|like\s+myself)"
     r"(?!\s+(?:about|that|with)\b)|back\s+on\s+my\s+feet|recovered|all\s+better|"
     rf"over\s+the\s+(?:worst|{_ILLNESS}|bug|virus)|tested\s+negative|"
-    r"no\s+longer\s+(?:sick|ill|contagious|poorly))\b",
+    r"no\s+longer\s+(?:sick|ill|contagious|poorly)|"
+    rf"cast\s+(?:is\s+|{_APOS}s\s+|came\s+|finally\s+)?off|out\s+of\s+(?:the|my)\s+cast|"
+    r"off\s+(?:the\s+)?crutches)\b",
+    _I,
+)
+# Someone named, gone: "we buried Rolo on Sunday", "since Ana passed away". Said in the
+# past as a rule, and what it ends -- a pet counted, a marriage -- named them.
+_LOSS = regex.compile(
+    rf"\b(?:lost|buried)\s+(?:(?:our|my)\s+(?:\w+\s+)?)?(?P<v>(?-i:[A-Z])\p{{L}}+)\b(?!{_APOS}s)|"
+    # a first name alone ("Whitney Houston died" is news, not a loss); passed, not "passed the
+    # test" or "passed on the offer"; not years ago
+    r"(?<!(?-i:[A-Z])\p{L}+\s)\b(?P<v>(?-i:[A-Z])\p{L}+)\s+(?:(?:has|had|sadly)\s+)?"
+    r"(?:passed\s+away|died(?!\s+(?:the|a|an|my|our|his|her|their|it|of\s+laughing)\b)|"
+    r"passed(?=\s*(?:$|[,.;!?]|\s+(?:last|this|yesterday|today|in|peacefully|suddenly|"
+    r"recently|overnight)\b)))"
+    r"(?![^.!?]*\b(?:years|decades)\s+ago\b)",
     _I,
 )
 # Papers that allow a stay or work are one kind: waiting on a visa is ended by a permit.

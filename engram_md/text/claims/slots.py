@@ -78,7 +78,9 @@ _RESIDENCE_RULES = (
         rf"based(?:\s+out)?|"
         rf"settled(?:\s+down)?|(?:flat|apartment|house|place|home|condo|room|\d-bed|bedroom|"
         rf"studio|bungalow|cottage|terrace|semi)|home\s+(?:for\s+(?:me|us)\s+)?is|"
-        rf"staying|crashing|raised|up|down|out|over)\s+(?:[\w'’\-]+\s+){{0,3}}?"
+        rf"staying|crashing|raised|up|down|out|over|landlord|neighbou?rs?|"
+        # "our first Christmas in Tromsø": a season or a year somewhere is lived there
+        rf"first\s+(?:winter|year|christmas))\s+(?:[\w'’\-]+\s+){{0,3}}?"
         rf"(?:in|to|at|into|outside|near|of)\s+(?:(?:central|north|south|east|west|downtown|"
         rf"inner|greater|outer)\s+)?{_PLACE}",
         _I,
@@ -167,6 +169,10 @@ _EMPLOYER_RULES = (
         r"(?:company|firm|startup|consultancy|agency|bank|school|hospital|clinic|lab|studio|"
         r"practice|fintech|nonprofit|charity)\b)|"
         r"start(?:s|ed)?\s+at|"
+        # "first shift at the depot done", not a first day at the gym or at school
+        r"first\s+(?:day|week|month|shift)\s+(?:of\s+work\s+|on\s+the\s+job\s+)?at(?!\s+"
+        r"(?:the\s+)?(?:new\s+)?(?:gym|school|uni|university|college|camp|nursery|daycare|pool|"
+        r"club|class|beach)\b)|"
         rf"job\s+at|(?:i{_APOS}ve|has)\s+moved\s+to|now\s+at|teach(?:es)?\s+at|"
         rf"(?:contractor|consultant|accountant|accounting|volunteer)\s+for|team\s+at|"
         rf"(?:i{_APOS}m|i\s+am)\s+with"
@@ -222,7 +228,8 @@ _ROLE_WORDS = (
     r"scientist|intern|consultant|principal|professor|doctor|dr|officer|assistant|associate|"
     r"architect|pm|chef|cook|clerk|accountant|lawyer|editor|writer|researcher|postdoc|"
     r"technician|administrator|admin|supervisor|coordinator|specialist|head|founder|ceo|cto|"
-    r"vp|owner|partner|worker|ic|contractor|treasurer|chair|chairperson|secretary|president|"
+    r"vp|owner|partner|worker|ic|contractor|treasurer|chair|chairperson|chairman|chairwoman|"
+    r"secretary|president|"
     r"coach|sdet|trainee|apprentice|captain|freelancer|resident|fellow|librarian|barista|"
     r"cashier|driver|pilot|paramedic|firefighter|therapist|pharmacist|dentist|vet|mechanic|"
     r"electrician|plumber|programmer|tester|qa|sre|devops|recruiter|salesperson|rep|agent|"
@@ -237,7 +244,7 @@ _ROLE_WORDS = (
 _ROLE_RULES = (
     regex.compile(
         rf"(?:^|\b(?:i{_APOS}m|i\s+am|(?-i:im)|[A-Z]\w+\s+is|works?\s+as|working\s+as|promoted\s+to|"
-        rf"made(?:\s+(?:me|him|her|(?-i:[A-Z])\w+))?|became|(?:bumped|moved|stepped)\s+up\s+(?:to|as)|role\s+is|title\s+is|(?:new\s+)?(?:role|"
+        rf"(?:made|makes?|making)(?:\s+(?:me|him|her|(?-i:[A-Z])\w+))?|became|(?:bumped|moved|stepped)\s+up\s+(?:to|as)|role\s+is|title\s+is|(?:new\s+)?(?:role|"
         rf"job|position)\s+as|back\s+to\s+being|now|currently|officially|as|into|"
         # a new title read off the things that carry it: "new lanyard says Team Lead"
         rf"(?:badge|title|card|signature|nameplate|lanyard)\s+(?:now\s+)?(?:says|reads)|"
@@ -265,11 +272,14 @@ _RELATIONSHIP = (
     (
         "single",
         r"(?<!\bevery\s)single(?!\s+(?:day|morning|night|week|time|one|thing|bit|person|"
-        r"word|file|room|bed|cream|malt|use|market|mum|mom|dad|parent))|on\s+my\s+own|broke\s+up|split\s+up|separated|separating|divorced|divorcing|"
+        r"word|file|room|bed|cream|malt|use|market|mum|mom|dad|parent))|(?<!\bnot\s)on\s+my\s+own|"
+        r"no\s+(?:partner|boyfriend|girlfriend|wife|husband)\b|broke\s+up|split\s+up|separated|"
+        r"separating|divorced|divorcing|"
         r"(?:going\s+through|getting)\s+a\s+divorce|"
-        # "we broke up in spring", not "we split the bill"
-        r"split(?!\s+(?:the|a|an|it|our|my|his|her|their|this|that|into|between|across|evenly|"
-        r"costs?|bills?|\d)\b)|"
+        # "we split last year", not "we split the bill" or "we split rent evenly": split with
+        # nothing split after it
+        r"split(?=\s*(?:$|[,.;!?)]|(?:up|with|in|last|this|after|before|for\s+good|a\s+while|"
+        r"\d+\s+\w+\s+ago)\b))|"
         r"divorce\s+(?:is|was|went|got|has\s+been)\s+(?:\w+\s+)?(?:finali[sz]ed|final|through|"
         r"official|done)|"
         r"ex-(?:girlfriend|boyfriend|gf|bf|wife|husband|partner|fianc[ée]e?)\s+now|ex\s+now|"
@@ -294,7 +304,8 @@ _RELATIONSHIP = (
     ("engaged", r"engaged|fianc[ée]e?|proposed"),
     (
         "married",
-        r"married|remarried|eloped|tied\s+the\s+knot|got\s+hitched|wedding\s+was|honeymoon|my\s+(?:wife|husband)\b",
+        r"married|remarried|eloped|tied\s+the\s+knot|got\s+hitched|wedding\s+was|honeymoon|"
+        r"my\s+(?:wife|husband)\b|(?:husband|man)\s+and\s+wife|wife\s+and\s+husband",
     ),
 )
 
@@ -448,7 +459,10 @@ _ACQUIRED = regex.compile(
 _STATE_NOW = regex.compile(
     rf"\b(?:now|is|are|have|has|makes|left|total|down\s+to|up\s+to|going\s+forward|runs|"
     rf"keeps?|employs?|with)\b|"
-    rf"{_APOS}(?:s|re|ve)\b",
+    rf"{_APOS}(?:s|re|ve)\b|"
+    # "four children under ten, no sleep": a family counted in a phrase of its own, no verb
+    r"^\W*(?:\d+|two|three|four|five|six|seven|eight)\s+(?:kids|children|boys|girls)\s+"
+    r"under\s+(?:\d+|\w+)\b",
     _I,
 )
 _MANY = r"(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
@@ -474,10 +488,44 @@ _COUNT_KIND = {
     "engineers": "people", "team": "people", "company": "people", "staff": "people",
     "us": "people", "person": "people", "members": "people", "analysts": "people",
     "household": "people", "grandchildren": "grandkid", "grandkids": "grandkid",
+    "grandchild": "grandkid", "grandkid": "grandkid", "grandbabies": "grandkid",
+    "grandbaby": "grandkid", "grandsons": "grandkid", "granddaughters": "grandkid",
     "cat": "cat", "cats": "cat", "dog": "dog", "dogs": "dog", "car": "car", "cars": "car",
     "report": "report", "reports": "report", "pet": "pet", "pets": "pet",
     "member": "people", "now": "people",  # "a trio now"
 }  # fmt: skip
+
+
+# The hours a week someone works: "I work 38 hours a week", "contract cut to 20 hrs", "a 30-hour
+# week" -- a count that stands, unlike "slept 9 hours".
+_WORK_HOURS = regex.compile(
+    r"\b(?:to|at|work(?:s|ing)?|doing|on)\s+(?P<n>\d{1,2})\s*(?:h|hrs?|hours)\b|"
+    r"\b(?P<n>\d{1,2})[\s-]*(?:h|hrs?|hours?)(?:\s+|-)?(?:a|per|each|/)\s*w(?:ee)?k\b|"
+    r"\b(?P<n>\d{1,2})[\s-]*(?:h|hour)\s+weeks?\b",
+    _I,
+)
+_WORK_WORD = regex.compile(
+    r"\b(?:work\w*|job|shifts?|contract|overtime|weeks?|weekly|part[\s-]time|full[\s-]time)\b",
+    _I,
+)
+
+
+# What someone weighs: "I'm 70 kg", "I weigh 11 stone", "the scales read 68.2 today".
+_WEIGHT = regex.compile(
+    rf"\b(?:(?:i{_APOS}m|i\s+am|down\s+to|up\s+to)\s+(?P<n>\d{{2,3}}(?:[.,]\d)?)\s*"
+    r"(?:kg|kilos?|lbs?|pounds|stone)\b|"
+    r"(?:i\s+weigh|weighed\s+in\s+at|scales?\s+(?:said|says|shows?|showed|read|reads))\s+"
+    r"(?:(?:about|around|just|only)\s+)?(?P<n>\d{2,3}(?:[.,]\d)?)(?!\s*(?:%|percent|cm|m)\b))",
+    _I,
+)
+# What someone earns: "my salary is 31k", "I earn 44k", "70k a year with the bonus".
+_INCOME = regex.compile(
+    rf"\b(?:(?:salary|base(?:\s+(?:salary|pay))?|income)(?:{_APOS}s|\s+is)?|"
+    r"i\s+(?:make|earn)|(?:making|earning))\s+(?:now\s+)?(?:about\s+|around\s+)?[$£€]?\s?"
+    r"(?P<n>\d{2,3}(?:[.,]\d)?)(?P<k>k)\b|"
+    r"[$£€]?(?P<n>\d{2,3}(?:[.,]\d)?)(?P<k>k)\s+(?:a|per|/)\s*(?:year|yr)\b",
+    _I,
+)
 
 
 def _counts(clause: str, who: str) -> Iterator[Claim]:
@@ -498,6 +546,14 @@ def _counts(clause: str, who: str) -> Iterator[Claim]:
             noun = _counted_noun(m.group("after")) if m.group("after") else m.group("noun")
             if n is not None and n > 1 and noun:
                 found.setdefault(_count_kind(noun), n)
+    if _WORK_WORD.search(clause):
+        for m in _WORK_HOURS.finditer(clause):
+            found.setdefault("work hours", int(m.group("n")))
+    for m in _WEIGHT.finditer(clause):
+        found.setdefault("weight", round(float(m.group("n").replace(",", "."))))
+    for m in _INCOME.finditer(clause):
+        amount = float(m.group("n").replace(",", ""))
+        found.setdefault("income", round(amount * (1000 if m.group("k") else 1)))
     for m in _ACQUIRED.finditer(clause):
         found.setdefault(_count_kind(m.group("noun")), SOME)
     for m in _LOST_ONE.finditer(clause):

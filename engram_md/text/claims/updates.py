@@ -5,7 +5,7 @@ holder, the earlier statements a new one may update."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 
 import regex
@@ -38,7 +38,7 @@ from .clauses import (
     _without_speaker_label,
     without_asides,
 )
-from .endings import _DONE, _GETTING, _ON_LEAVE, _STUDENT
+from .endings import _DONE, _GETTING, _LOSS, _ON_LEAVE, _STUDENT
 from .slots import (
     _MOVED_ON,
     FEWER,
@@ -76,8 +76,14 @@ def claims(text: str, holder: str = "") -> tuple[Claim, ...]:
             # a decision that turns another around: "we went with green in the end"
             out.extend(c for c in _change_claims(clause, who, holder, text) if c.slot == "changed")
             continue
+        for m in _LOSS.finditer(clause):
+            if holder and m.group("v").casefold() not in (holder, "i", "we"):
+                name = frozenset({_stem(m.group("v"))})
+                out.append(Claim(holder, "ended", name, ended=True, core=name, said=m.group(0)))
         if _PAST.search(clause):
             continue
+        if who == holder and not done_here:
+            out.extend(_under_way(clause, who, holder))
         out.extend(_state_claims(clause, who, holder))
         out.extend(_change_claims(clause, who, holder, text))
         if _ON_LEAVE.search(clause):  # "off work with stress" ends when "back at work"
@@ -116,6 +122,37 @@ def claims(text: str, holder: str = "") -> tuple[Claim, ...]:
         if value or _alternatives(words):
             out.append(Claim(holder, "shift", value, said=words))
     return tuple(dict.fromkeys(out))
+
+
+# Work under way: "I'm building a canoe", "we're retiling the bathroom". Not a state of
+# the holder's ("living in", "working at", "dating"), which has a slot of its own and is not
+# finished by being done.
+_UNDER_WAY = regex.compile(
+    rf"\b(?:(?:(?:i|we)(?:{_APOS}m|{_APOS}re|\s+am|\s+are)|(?P<name>(?-i:[A-Z])\w+)(?:{_APOS}s\s+\w+)?"
+    r"\s+is)\s+"
+    r"(?:(?:currently|still|slowly|busy|"
+    r"halfway\s+through)\s+)?(?P<verb>\p{L}{3,}ing)\b(?!\s+(?:at|for|with|in|as|from|to|on)\b))",
+    _I,
+)
+_NOT_WORK = frozenset(
+    _stem(w)
+    for w in """living staying working dating seeing renting using running going doing getting
+    having feeling thinking trying looking waiting hoping sitting sleeping eating drinking
+    loving enjoying watching playing""".split()
+)
+
+
+def _under_way(clause: str, who: str, holder: str) -> Iterator[Claim]:
+    """A piece of work the holder is doing, which a later "done" can finish like a plan."""
+    m = _UNDER_WAY.search(clause)
+    if m is None or m.group("name") and m.group("name").casefold() != holder:
+        return  # "Sarah is building a canoe" is Sarah's work
+    verb = _stem(m.group("verb"))
+    if verb in _NOT_WORK:
+        return
+    value = salient(clause, holder.split())
+    if len(value - {verb}) >= 1:
+        yield Claim(who, "plan", value, core=frozenset({verb}), said=clause)
 
 
 # "They had a bath and the whole room is grey now": a second clause with a subject of its
@@ -189,9 +226,10 @@ def _replaces(o: Claim, n: Claim) -> str | None:
         return f"no longer {_show(n)}"
     if o.slot == "plan" and n.slot == "done" and _shares_work(o, n.value):
         return f"{_DONE_PREFIX}{_show(o)}"
-    if o.slot == "like" and n.slot == "dislike" and o.value & n.value:
+    # the same thing, not one that shares a word: "hospital soup" is not "my mum's soup"
+    if o.slot == "like" and n.slot == "dislike" and n.value and n.value <= o.value:
         return f"now dislikes {_show(n)}"
-    if o.slot == "dislike" and n.slot == "like" and o.value & n.value:
+    if o.slot == "dislike" and n.slot == "like" and n.value and n.value <= o.value:
         return f"now likes {_show(n)}"
     if o.slot == "problem" and n.slot == "resolved" and o.value & n.value:
         return f"put right: {' '.join(sorted(o.value & n.value))}"
