@@ -14,7 +14,6 @@ from .clauses import (
     _ADDITIVE,
     _ADDS_TO,
     _PEOPLE,
-    _SENTENCE,
     _STILL,
     _SUBJECT_END,
     _TOO,
@@ -22,6 +21,7 @@ from .clauses import (
     _WONDER,
     _clauses,
     _negated,
+    _sentence_after,
     _sentences_with,
 )
 from .endings import (
@@ -247,9 +247,8 @@ _CHANGE = regex.compile(
 _LIKE = regex.compile(
     rf"\b(?:(?:now\s+)?(?:love|loves|loving|(?<!\b(?:tastes?|looks?|feels?|sounds?|smells?|seems?)\s)like|"
     rf"likes|prefer|prefers|enjoy|enjoys|enjoying)|(?<=(?:{_APOS}m|{_APOS}re|"
-    rf"\bam|\bare|\bis|really|so|totally|very|big|getting|got|been)\s+)into|fan\s+of|"
-    rf"(?:i{_APOS}m|i\s+am|[A-Z]\w+\s+is)\s+an?\s+(?P<lv>\w+)\s+(?:drinker|person|fan|lover|"
-    rf"convert))\s+(?:the\s+)?(?P<v>[^,.;:!?()]{{1,40}}?)(?=\s*(?:$|[,.;:!?()]|\s(?:now|and|"
+    rf"\bam|\bare|\bis|really|so|totally|very|big|getting|got|been)\s+)into|fan\s+of)"
+    rf"\s+(?:the\s+)?(?P<v>[^,.;:!?()]{{1,40}}?)(?=\s*(?:$|[,.;:!?()]|\s(?:now|and|"
     rf"but|so|more|over|than|these)\b))",
     _I,
 )
@@ -271,7 +270,7 @@ _TURNED_AGAINST = regex.compile(
     r"(?:is|are)\s+dead\s+to\s+me)\b",
     _I,
 )
-# "I'm a cider drinker.", "Kai is a dog lover": a liking said of who one is, nothing after it.
+# "I'm a cider drinker", "Kai is a dog lover": a liking said of who one is.
 _KIND_OF_PERSON = regex.compile(
     rf"\b(?:i{_APOS}m|i\s+am|(?-i:[A-Z])\w+\s+is)\s+an?\s+(?:(?:big|huge|real|total)\s+)?"
     r"(?P<v>\w+)\s+(?:drinker|person|fan|lover|convert)\b",
@@ -328,15 +327,6 @@ _AS_A_REASON = regex.compile(
     r"(?:lost|got\s+laid\s+off|got\s+fired|was\s+(?:laid\s+off|fired|made\s+redundant))\b",
     _I,
 )
-
-
-def _sentence_after(text: str, sentence: str) -> str:
-    """The sentence that follows ``sentence`` in ``text`` ("" if none)."""
-    parts = _SENTENCE.split(text)
-    for at, part in enumerate(parts[:-1]):
-        if sentence in part:
-            return parts[at + 1]
-    return ""
 
 
 def _change_claims(clause: str, who: str, holder: str, whole: str) -> Iterator[Claim]:
@@ -425,7 +415,7 @@ def _change_claims(clause: str, who: str, holder: str, whole: str) -> Iterator[C
     for m in _GROWN_ON.finditer(clause):
         yield Claim(who, "like", salient(m.group("v"), ignore))
     for m in _LIKE.finditer(clause):
-        value = salient(m.group("v") + " " + (m.group("lv") or ""), ignore)
+        value = salient(m.group("v"), ignore)
         if value and not _ADDITIVE.search(clause) and not _negated(clause, m.start()):
             yield Claim(who, "like", value)  # not "I don't really like sushi"
     for m in _TURNED_AGAINST.finditer(clause):

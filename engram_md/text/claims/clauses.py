@@ -31,6 +31,15 @@ def _sentences_with(text: str, clause: str) -> list[str]:
     return [s for s in _SENTENCE.split(text) if clause in s] or [clause]
 
 
+def _sentence_after(text: str, sentence: str) -> str:
+    """The sentence that follows ``sentence`` in ``text`` ("" if none)."""
+    parts = _SENTENCE.split(text)
+    for at, part in enumerate(parts[:-1]):
+        if sentence in part:
+            return parts[at + 1]
+    return ""
+
+
 def _without_speaker_label(text: str) -> str:
     """An episode reads "Name: what they said"; the label is not part of what was said, and
     a bracketed aside ("[shares an image: a photo of …]") is a caption, not a statement."""
