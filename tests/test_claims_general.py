@@ -153,6 +153,10 @@ def test_work_under_way_is_finished_by_its_done(old: str, new: str) -> None:
             "Ayla came early on friday. two children under four, no sleep",
             "kid",
         ),
+        # "with" and a count after it says what one has
+        ("I've got one child", "a widowed dad with 4 children, never a quiet minute", "kid"),
+        # a milestone is where things stand
+        ("the shop has 12 staff", "we finally reached 20 staff this spring", "people count"),
         # splitting the shopping is not splitting up; breaking up later is
         ("my girlfriend Noor and I split rent evenly", "noor and I are over", "single"),
     ],
@@ -308,6 +312,9 @@ def test_what_follows_from_someone_else_s_change_is_no_update(old: str, new: str
         ("I work 40 hours a week", "slept 9 hours last night, work can wait"),
         ("I work 40 hours a week", "my commute to the office took 2 hours, work was chaos"),
         ("my girlfriend Noor and I split the chores", "we split the bill at dinner"),
+        # an outing counts who went along, not who one has
+        ("our family has two kids", "took four kids to the aquarium with my brother on sunday"),
+        ("I have 2 dogs", "walked 5 dogs with the neighbour's teenager this morning"),
     ],
 )
 def test_a_count_or_couple_look_alike_is_not_an_update(old: str, new: str) -> None:

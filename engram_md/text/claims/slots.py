@@ -455,17 +455,24 @@ _ACQUIRED = regex.compile(
     r"house|dog|cat|bike|home|flat|apartment|puppy|kitten)\b",
     _I,
 )
+_MANY_WORDS = "two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
 # A count said of how things stand now, not of an event ("had 2 beers").
 _STATE_NOW = regex.compile(
     rf"\b(?:now|is|are|have|has|makes|left|total|down\s+to|up\s+to|going\s+forward|runs|"
-    rf"keeps?|employs?|with)\b|"
-    rf"{_APOS}(?:s|re|ve)\b|"
+    rf"keeps?|employs?)\b|"
+    # "a single dad with three kids": with a count after it, not "took three kids to the
+    # zoo with my sister" (an outing counts who went, not who one has)
+    rf"\bwith\s+(?=(?:\d+|{_MANY_WORDS})\b)|"
+    # a milestone is where things stand: "just crossed 60 staff"
+    rf"\b(?:crossed|reached|topped|hit)\s+(?=(?:\d+|{_MANY_WORDS})\b)|"
+    # "it's", "we're", "I've"; not a possessive ("the neighbour's")
+    rf"\b(?:it|that|there|here|he|she|who|what|everything|everyone){_APOS}s\b|{_APOS}(?:re|ve)\b|"
     # "four children under ten, no sleep": a family counted in a phrase of its own, no verb
     r"^\W*(?:\d+|two|three|four|five|six|seven|eight)\s+(?:kids|children|boys|girls)\s+"
     r"under\s+(?:\d+|\w+)\b",
     _I,
 )
-_MANY = r"(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_MANY = rf"(?:{_MANY_WORDS})"
 _ANY_COUNT = regex.compile(
     rf"\b(?P<n>\d+|{_MANY})\s+(?P<after>[\p{{L}}\-']+(?:\s+[\p{{L}}\-']+)?)|"
     rf"\b(?P<noun>staff|household|team|family|crew|class|band|group)\s+of\s+(?P<n>\d+|{_NUM})\b",
