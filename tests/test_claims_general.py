@@ -591,3 +591,17 @@ def test_a_home_or_a_decision_changed_is_an_update(old: str, new: str, why: str)
 )
 def test_a_home_or_decision_look_alike_is_not_an_update(old: str, new: str) -> None:
     assert update_reason(old, new, "Kai", "Kai") is None
+
+
+def test_a_compound_word_also_names_its_head() -> None:
+    assert {"bik", "e-bik"} <= salient("commuting on my e-bike")
+    assert "found" in salient("she is a co-founder")
+    # an ex-partner is no partner, a non-drinker no drinker
+    assert not salient("my ex-partner, a non-drinker") & salient("my partner, a drinker")
+    reason = update_reason(
+        "I ride an e-bike to the office",
+        "sold the bike last week, walking everywhere",
+        "Kai",
+        "Kai",
+    )
+    assert reason is not None and "bike" in reason

@@ -122,6 +122,17 @@ def salient(text: str, ignore: Iterable[str] = ()) -> frozenset[str]:
         and not _NUMERIC.fullmatch(w)
     ]
     stems = {_stem(w) for w in kept}
+    # A compound's head word too: an "e-bike" is a bike, a "co-founder" a founder; but an
+    # "ex-manager" or a "non-smoker" is not what the head names.
+    stems.update(
+        _stem(head)
+        for w in kept
+        if "-" in w
+        and not w.startswith(_NOT_A_KIND_OF)
+        and len(head := w.rsplit("-", 1)[1]) > 2
+        and head not in STOP_WORDS
+        and head not in _GENERIC
+    )
     # Short words only: "VS Code" is "vscode", but "side projects" is not "sideprojects".
     stems.update(
         _stem(a + b)
@@ -129,6 +140,9 @@ def salient(text: str, ignore: Iterable[str] = ()) -> frozenset[str]:
         if len(a) <= 3 and a in kept and b in kept
     )
     return frozenset(stems)
+
+
+_NOT_A_KIND_OF = ("ex-", "non-", "anti-", "former-", "pseudo-", "faux-")
 
 
 _NUMERIC = regex.compile(r"\d+(?:st|nd|rd|th|am|pm|s|k)?|\d+[:.]\d+|\d[\d\-/]*")
