@@ -21,7 +21,18 @@ from .clauses import (
     _negated,
     _without_speaker_label,
 )
-from .words import _APOS, _GENERIC, _I, _NUM, _WORD, _number, _stem, pattern, salient
+from .words import (
+    _APOS,
+    _GENERIC,
+    _I,
+    _MANY_WORDS,
+    _NUM,
+    _WORD,
+    _number,
+    _stem,
+    pattern,
+    salient,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -455,16 +466,14 @@ _ACQUIRED = regex.compile(
     r"house|dog|cat|bike|home|flat|apartment|puppy|kitten)\b",
     _I,
 )
-_MANY_WORDS = "two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
 # A count said of how things stand now, not of an event ("had 2 beers").
 _STATE_NOW = regex.compile(
     rf"\b(?:now|is|are|have|has|makes|left|total|down\s+to|up\s+to|going\s+forward|runs|"
     rf"keeps?|employs?)\b|"
-    # "a single dad with three kids": with a count after it, not "took three kids to the
-    # zoo with my sister" (an outing counts who went, not who one has)
-    rf"\bwith\s+(?=(?:\d+|{_MANY_WORDS})\b)|"
-    # a milestone is where things stand: "just crossed 60 staff"
-    rf"\b(?:crossed|reached|topped|hit)\s+(?=(?:\d+|{_MANY_WORDS})\b)|"
+    # Only with a count right after: "a single dad with three kids" (not "took three kids to
+    # the zoo with my sister": an outing counts who went, not who one has), and a milestone,
+    # which is where things stand ("just crossed 60 staff").
+    rf"\b(?:with|crossed|reached|topped|hit)\s+(?=(?:\d+|{_MANY_WORDS})\b)|"
     # "it's", "we're", "I've"; not a possessive ("the neighbour's")
     rf"\b(?:it|that|there|here|he|she|who|what|everything|everyone){_APOS}s\b|{_APOS}(?:re|ve)\b|"
     # "four children under ten, no sleep": a family counted in a phrase of its own, no verb

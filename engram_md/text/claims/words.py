@@ -64,7 +64,9 @@ _NUMBER = {
     "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
     "eleven": 11, "twelve": 12, "couple": 2,
 }  # fmt: skip
-_NUM = r"(?:\d+|no|zero|one|a|an|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+# The number words above one, for patterns that want a count of several.
+_MANY_WORDS = "two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+_NUM = rf"(?:\d+|no|zero|one|a|an|{_MANY_WORDS})"
 
 
 # Past forms that do not start like their verb: "paid" is what "pay" planned.
